@@ -1,0 +1,120 @@
+// Conv and com.infera.FusedConv (X, W, B?, Z?; act(conv + B + Z)) through oneDNN convolution:
+// constant weights reordered once into the primitive's format, residual Z as a sum post-op
+// (copied into Y first unless Y already is Z's buffer), the activation as eltwise post-ops.
+// 1-D convs run as 2-D with H = 1.
+#include "backends/cpu/dnnl_internal.h"
+#include "ops/conv.h"
+
+namespace infera::cpu {
+namespace {
+
+struct ConvPlan {
+  Dims x, w, y;  // 4-D (1-D convs get H = 1), w as oneDNN wants it ([g, M/g, C/g, kh, kw] when grouped)
+  Dims strides, dilates, pad_l, pad_r;
+  int64_t group = 1;
+  bool has_bias = false, has_z = false;
+  std::vector<EltOp> act;
+};
+
+bool fused(const Node& n) { return n.domain == "com.infera" && n.op_type == "FusedConv"; }
+
+bool plan_conv(const AccelRequest& req, ConvPlan& p) {
+  const Node& n = *req.node;
+  if (!has_in(req, 0) || !has_in(req, 1) || !req.inputs[1]->value) return false;
+  const Dims x = in_dims(req, 0), w = in_dims(req, 1), y = out_dims(req, 0);
+  const int rank = static_cast<int>(x.size());
+  if ((rank != 3 && rank != 4) || w.size() != x.size() || y.size() != x.size()) return false;
+  ConvAttrs a;
+  if (!conv_attrs_parse(n, a).is_ok()) return false;
+  std::vector<int64_t> pads, yd;
+  if (!conv_resolve(a, x, w, pads, yd).is_ok() || yd != y) return false;
+  const int k = rank - 2;
+  for (int64_t v : pads)
+    if (v < 0) return false;
+  for (int64_t v : y)
+    if (v <= 0) return false;
+  p.group = a.group;
+  auto spatial = [&](const std::vector<int64_t>& v, int64_t dflt, int64_t sub) {
+    Dims r;
+    if (k == 1) r.push_back(dflt - sub);
+    for (int i = 0; i < k; ++i) r.push_back((static_cast<int>(v.size()) == k ? v[i] : dflt) - sub);
+    return r;
+  };
+  p.strides = spatial(a.strides, 1, 0);
+  p.dilates = spatial(a.dilations, 1, 1);
+  p.pad_l = spatial(std::vector<int64_t>(pads.begin(), pads.begin() + k), 0, 0);
+  p.pad_r = spatial(std::vector<int64_t>(pads.begin() + k, pads.end()), 0, 0);
+  auto to4 = [&](const Dims& d) { return k == 1 ? Dims{d[0], d[1], 1, d[2]} : d; };
+  p.x = to4(x);
+  p.y = to4(y);
+  Dims w4 = to4(w);
+  if (p.group > 1) {
+    if (w4[0] % p.group != 0) return false;
+    p.w = {p.group, w4[0] / p.group, w4[1], w4[2], w4[3]};
+  } else {
+    p.w = w4;
+  }
+  p.has_bias = has_in(req, 2);
+  if (p.has_bias && in_dims(req, 2) != Dims{y[1]}) return false;
+  if (fused(n)) {
+    p.has_z = has_in(req, 3);
+    if (p.has_z && in_dims(req, 3) != y) return false;
+    if (!fused_activation(n, p.act)) return false;
+  } else if (req.inputs.size() > 3) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+AccelSupport conv_query(const AccelRequest& req) {
+  ConvPlan p;
+  AccelSupport s;
+  if (!plan_conv(req, p)) return s;
+  s.supported = true;
+  s.input_blocked_ok = blocked_slots(req.inputs, {0, 3});
+  s.output_blocked_ok = blocked_slots(req.outputs, {0});
+  return s;
+}
+
+std::unique_ptr<AccelKernel> conv_create(const AccelRequest& req) {
+  using namespace dnnl;
+  ConvPlan p;
+  if (!plan_conv(req, p)) return nullptr;
+  const bool four = req.inputs[0]->shape.rank() == 4;
+  const memory::desc src_md = md_of(p.x, four ? in_layout(req, 0) : Layout::kPlain);
+  const memory::desc dst_md = md_of(p.y, four ? out_layout(req, 0) : Layout::kPlain);
+  const memory::desc w_any(p.w, memory::data_type::f32, memory::format_tag::any);
+  const memory::desc b_md = p.has_bias ? memory::desc({p.y[1]}, memory::data_type::f32, memory::format_tag::a)
+                                       : memory::desc();
+  convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_auto, src_md, w_any, b_md, dst_md,
+                              p.strides, p.dilates, p.pad_l, p.pad_r);
+  post_ops po;
+  if (p.has_z) po.append_sum(1.f);
+  append_eltwise_ops(po, p.act);
+  primitive_attr attr;
+  attr.set_post_ops(po);
+  convolution_forward::primitive_desc pd(d, attr, engine());
+
+  auto k = std::make_unique<DnnlKernel>(p.has_z || !p.act.empty() ? "dnnl fused conv" : "dnnl conv");
+  k->set_impl(pd.impl_info_str());
+  const memory::format_tag wtag = p.group > 1 ? memory::format_tag::goihw : memory::format_tag::oihw;
+  memory w_user(memory::desc(p.w, memory::data_type::f32, wtag), engine(),
+                const_cast<void*>(req.inputs[1]->value->data()));
+  memory w = reorder_owned(*k, w_user, pd.weights_desc());
+  memory src = k->bind_input(0, pd.src_desc());
+  memory dst = k->bind_output(0, pd.dst_desc());
+  if (p.has_z) {
+    const bool z4 = req.inputs[3]->shape.rank() == 4;
+    memory z = k->bind_input(3, md_of(p.y, z4 ? in_layout(req, 3) : Layout::kPlain));
+    k->add_step(reorder(z, dst), {{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, dst}}, 3, 0);
+  }
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
+  if (p.has_bias) args[DNNL_ARG_BIAS] = k->bind_input(2, b_md);
+  k->add_step(convolution_forward(pd), std::move(args));
+  log_impl(req, k->impl_name());
+  return k;
+}
+
+}  // namespace infera::cpu

@@ -1,0 +1,208 @@
+// Unary activations (eltwise chains), BatchNormalization (inference, global stats) and binary
+// Add/Sub/Mul/Div/Max/Min (one operand full-size, the other broadcast) through oneDNN.
+// All of them accept the blocked layout on 4-D activations.
+#include <cmath>
+
+#include "backends/cpu/dnnl_internal.h"
+
+namespace infera::cpu {
+namespace {
+
+// Reads a constant float scalar input (Clip min/max); false if it is not a known constant.
+bool const_scalar(const AccelRequest& req, size_t i, float& v) {
+  if (!has_in(req, i)) return true;
+  const auto& t = req.inputs[i]->value;
+  if (!t || t->dtype() != DataType::kFloat32 || t->numel() != 1) return false;
+  v = t->data_as<float>()[0];
+  return true;
+}
+
+bool plan_eltwise(const AccelRequest& req, std::vector<EltOp>& ops) {
+  const Node& n = *req.node;
+  if (!has_in(req, 0) || in_dims(req, 0) != out_dims(req, 0) || req.outputs.size() != 1) return false;
+  if (n.op_type == "Clip") {
+    float lo = -INFINITY, hi = INFINITY;
+    if (req.opset < 11) {
+      lo = n.attr_float("min", lo);
+      hi = n.attr_float("max", hi);
+    } else if (!const_scalar(req, 1, lo) || !const_scalar(req, 2, hi)) {
+      return false;
+    }
+    if (std::isnan(lo) || std::isnan(hi) || lo > hi) return false;  // reference semantics for lo > hi differ
+    return activation_chain("Clip", true, lo, true, hi, ops);
+  }
+  if (req.inputs.size() != 1) return false;
+  const char* alpha_name = "alpha";
+  const char* beta_name = n.op_type == "Selu" ? "gamma" : "beta";
+  return activation_chain(n.op_type, n.has_attr(alpha_name), n.attr_float(alpha_name, 0.f), n.has_attr(beta_name),
+                          n.attr_float(beta_name, 0.f), ops) &&
+         !ops.empty();
+}
+
+// Binds X and Y; when their layouts differ, adds a reorder X -> Y and returns Y as the data
+// the in-place op reads (eltwise and batch norm take one descriptor for src and dst).
+memory bind_data(DnnlKernel& k, const AccelRequest& req, memory& dst) {
+  const Dims d = in_dims(req, 0);
+  memory src = k.bind_input(0, md_of(d, in_layout(req, 0)));
+  dst = k.bind_output(0, md_of(d, out_layout(req, 0)));
+  if (src.get_desc() == dst.get_desc()) return src;
+  k.add_step(dnnl::reorder(src, dst), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
+  return dst;
+}
+
+}  // namespace
+
+AccelSupport eltwise_query(const AccelRequest& req) {
+  std::vector<EltOp> ops;
+  AccelSupport s;
+  if (!plan_eltwise(req, ops)) return s;
+  s.supported = true;
+  s.input_blocked_ok = blocked_slots(req.inputs, {0});
+  s.output_blocked_ok = blocked_slots(req.outputs, {0});
+  return s;
+}
+
+std::unique_ptr<AccelKernel> eltwise_create(const AccelRequest& req) {
+  using namespace dnnl;
+  std::vector<EltOp> ops;
+  if (!plan_eltwise(req, ops)) return nullptr;
+  auto k = std::make_unique<DnnlKernel>("dnnl eltwise");
+  memory dst;
+  memory src = bind_data(*k, req, dst);
+  std::string impl;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    eltwise_forward::desc d(prop_kind::forward_inference, ops[i].alg, dst.get_desc(), ops[i].alpha, ops[i].beta);
+    eltwise_forward::primitive_desc pd(d, engine());
+    impl += std::string(i ? "+" : "") + pd.impl_info_str();
+    k->add_step(eltwise_forward(pd), {{DNNL_ARG_SRC, i == 0 ? src : dst}, {DNNL_ARG_DST, dst}});
+  }
+  k->set_impl(impl);
+  log_impl(req, k->impl_name());
+  return k;
+}
+
+// ---------------------------------------------------------------- BatchNormalization
+namespace {
+
+bool plan_bn(const AccelRequest& req) {
+  const Node& n = *req.node;
+  if (req.inputs.size() != 5 || req.outputs.size() < 1) return false;
+  for (size_t i = 1; i < req.outputs.size(); ++i)
+    if (has_out(req, i)) return false;  // training outputs
+  for (size_t i = 0; i < 5; ++i)
+    if (!has_in(req, i)) return false;
+  if (n.attr_int("training_mode", 0) != 0 || n.attr_int("spatial", 1) != 1) return false;
+  const Dims x = in_dims(req, 0);
+  if (x.size() < 2 || x.size() > 5 || out_dims(req, 0) != x) return false;
+  for (size_t i = 1; i < 5; ++i)
+    if (in_dims(req, i) != Dims{x[1]}) return false;
+  return true;
+}
+
+}  // namespace
+
+AccelSupport bn_query(const AccelRequest& req) {
+  AccelSupport s;
+  if (!plan_bn(req)) return s;
+  s.supported = true;
+  s.input_blocked_ok = blocked_slots(req.inputs, {0});
+  s.output_blocked_ok = blocked_slots(req.outputs, {0});
+  return s;
+}
+
+std::unique_ptr<AccelKernel> bn_create(const AccelRequest& req) {
+  using namespace dnnl;
+  if (!plan_bn(req)) return nullptr;
+  auto k = std::make_unique<DnnlKernel>("dnnl batchnorm");
+  memory dst;
+  memory src = bind_data(*k, req, dst);
+  const float eps = req.node->attr_float("epsilon", 1e-5f);
+  const auto flags = normalization_flags::use_global_stats | normalization_flags::use_scale |
+                     normalization_flags::use_shift;
+  batch_normalization_forward::desc d(prop_kind::forward_inference, dst.get_desc(), eps, flags);
+  batch_normalization_forward::primitive_desc pd(d, engine());
+  k->set_impl(pd.impl_info_str());
+  const memory::desc c_md = plain_md({in_dims(req, 0)[1]});
+  k->add_step(batch_normalization_forward(pd), {{DNNL_ARG_SRC, src},
+                                                {DNNL_ARG_DST, dst},
+                                                {DNNL_ARG_SCALE, k->bind_input(1, c_md)},
+                                                {DNNL_ARG_SHIFT, k->bind_input(2, c_md)},
+                                                {DNNL_ARG_MEAN, k->bind_input(3, c_md)},
+                                                {DNNL_ARG_VARIANCE, k->bind_input(4, c_md)}});
+  log_impl(req, k->impl_name());
+  return k;
+}
+
+// ---------------------------------------------------------------- binary
+namespace {
+
+struct BinaryPlan {
+  dnnl::algorithm alg = dnnl::algorithm::binary_add;
+  int full = 0, bcast = 1;  // input slots of src0 (output-sized) and src1 (broadcast)
+  Dims y, b;                // output dims; src1 dims padded to the output rank
+};
+
+bool plan_binary(const AccelRequest& req, BinaryPlan& p) {
+  using alg = dnnl::algorithm;
+  const std::string& op = req.node->op_type;
+  if (req.inputs.size() != 2 || !has_in(req, 0) || !has_in(req, 1)) return false;
+  bool commutative = true;
+  if (op == "Add") p.alg = alg::binary_add;
+  else if (op == "Mul") p.alg = alg::binary_mul;
+  else if (op == "Max") p.alg = alg::binary_max;
+  else if (op == "Min") p.alg = alg::binary_min;
+  else if (op == "Sub") p.alg = alg::binary_sub, commutative = false;
+  else if (op == "Div") p.alg = alg::binary_div, commutative = false;
+  else return false;
+  p.y = out_dims(req, 0);
+  if (p.y.empty() || p.y.size() > 6) return false;
+  for (int64_t d : p.y)
+    if (d <= 0) return false;
+  const Dims a = in_dims(req, 0), b = in_dims(req, 1);
+  if (a == p.y) {
+    p.full = 0, p.bcast = 1;
+  } else if (b == p.y && commutative) {
+    p.full = 1, p.bcast = 0;
+  } else {
+    return false;
+  }
+  p.b = in_dims(req, p.bcast);
+  if (p.b.size() > p.y.size()) return false;
+  p.b.insert(p.b.begin(), p.y.size() - p.b.size(), 1);
+  for (size_t i = 0; i < p.y.size(); ++i)
+    if (p.b[i] != 1 && p.b[i] != p.y[i]) return false;
+  return true;
+}
+
+}  // namespace
+
+AccelSupport binary_query(const AccelRequest& req) {
+  BinaryPlan p;
+  AccelSupport s;
+  if (!plan_binary(req, p)) return s;
+  s.supported = true;
+  s.input_blocked_ok = blocked_slots(req.inputs, {0, 1});
+  s.output_blocked_ok = blocked_slots(req.outputs, {0});
+  return s;
+}
+
+std::unique_ptr<AccelKernel> binary_create(const AccelRequest& req) {
+  using namespace dnnl;
+  BinaryPlan p;
+  if (!plan_binary(req, p)) return nullptr;
+  const bool b_native = req.inputs[p.bcast]->shape.rank() == static_cast<int>(p.y.size());
+  const memory::desc a_md = md_of(p.y, in_layout(req, p.full));
+  const memory::desc b_md = b_native ? md_of(p.b, in_layout(req, p.bcast)) : plain_md(p.b);
+  const memory::desc y_md = md_of(p.y, out_layout(req, 0));
+  binary::desc d(p.alg, a_md, b_md, y_md);
+  binary::primitive_desc pd(d, engine());
+  auto k = std::make_unique<DnnlKernel>("dnnl binary");
+  k->set_impl(pd.impl_info_str());
+  k->add_step(binary(pd), {{DNNL_ARG_SRC_0, k->bind_input(p.full, a_md)},
+                           {DNNL_ARG_SRC_1, k->bind_input(p.bcast, b_md)},
+                           {DNNL_ARG_DST, k->bind_output(0, y_md)}});
+  log_impl(req, k->impl_name());
+  return k;
+}
+
+}  // namespace infera::cpu

@@ -1,0 +1,100 @@
+// MaxPool / AveragePool / GlobalAveragePool / GlobalMaxPool through oneDNN pooling_v2
+// (dilations); shapes and pads from pool_resolve (ops/pool.h). ceil_mode becomes extra right padding so that the output matches the
+// reference's infer(); cases whose semantics differ (count_include_pad over that extra
+// padding, windows wholly outside the input, the Indices output) are declined.
+#include "backends/cpu/dnnl_internal.h"
+#include "ops/pool.h"
+
+namespace infera::cpu {
+namespace {
+
+struct PoolPlan {
+  Dims x, y;  // 4-D (1-D pools get H = 1)
+  Dims kernel, strides, dilates, pad_l, pad_r;
+  dnnl::algorithm alg = dnnl::algorithm::pooling_max;
+};
+
+bool plan_pool(const AccelRequest& req, PoolPlan& p) {
+  const Node& n = *req.node;
+  if (!has_in(req, 0) || has_out(req, 1)) return false;
+  const Dims x = in_dims(req, 0), y = out_dims(req, 0);
+  const int rank = static_cast<int>(x.size());
+  if ((rank != 3 && rank != 4) || y.size() != x.size() || y[0] != x[0] || y[1] != x[1]) return false;
+  const int k = rank - 2;
+  const bool global = n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool";
+  const bool is_max = n.op_type == "MaxPool" || n.op_type == "GlobalMaxPool";
+  std::vector<int64_t> kernel, strides, dil, pads;
+  bool count_include_pad = false;
+  if (global) {
+    kernel.assign(x.begin() + 2, x.end());
+    strides.assign(k, 1);
+    dil.assign(k, 1);
+    pads.assign(2 * k, 0);
+  } else {
+    PoolAttrs a;
+    std::vector<int64_t> yd;
+    if (!pool_attrs_parse(n, a).is_ok() || !pool_resolve(a, x, pads, yd).is_ok() || yd != y) return false;
+    kernel = a.kernel_shape;
+    strides = a.strides.empty() ? std::vector<int64_t>(k, 1) : a.strides;
+    dil = a.dilations.empty() ? std::vector<int64_t>(k, 1) : a.dilations;
+    count_include_pad = !is_max && a.count_include_pad;
+  }
+  if (static_cast<int>(kernel.size()) != k || static_cast<int>(strides.size()) != k ||
+      static_cast<int>(dil.size()) != k || static_cast<int>(pads.size()) != 2 * k)
+    return false;
+  p.alg = is_max ? dnnl::algorithm::pooling_max
+                 : (count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                      : dnnl::algorithm::pooling_avg_exclude_padding);
+  if (k == 1) {
+    p.kernel.push_back(1), p.strides.push_back(1), p.dilates.push_back(0);
+    p.pad_l.push_back(0), p.pad_r.push_back(0);
+  }
+  for (int i = 0; i < k; ++i) {
+    const int64_t in = x[2 + i], out = y[2 + i], kk = kernel[i], s = strides[i], d = dil[i];
+    if (kk <= 0 || s <= 0 || d <= 0 || out <= 0 || in <= 0) return false;
+    const int64_t ek = (kk - 1) * d + 1;
+    const int64_t pb = pads[i], pe = pads[i + k];
+    if (pb < 0 || pe < 0 || pb >= ek) return false;
+    const int64_t pr = std::max(pe, (out - 1) * s + ek - in - pb);
+    if ((in + pb + pr - ek) / s + 1 != out) return false;  // not the reference's shape
+    if ((out - 1) * s - pb >= in) return false;            // last window wholly in padding
+    if (count_include_pad && pr > pe) return false;        // divisor would count ceil padding
+    p.kernel.push_back(kk), p.strides.push_back(s), p.dilates.push_back(d - 1);
+    p.pad_l.push_back(pb), p.pad_r.push_back(pr);
+  }
+  p.x = k == 1 ? Dims{x[0], x[1], 1, x[2]} : x;
+  p.y = k == 1 ? Dims{y[0], y[1], 1, y[2]} : y;
+  return true;
+}
+
+}  // namespace
+
+AccelSupport pool_query(const AccelRequest& req) {
+  PoolPlan p;
+  AccelSupport s;
+  if (!plan_pool(req, p)) return s;
+  s.supported = true;
+  s.input_blocked_ok = blocked_slots(req.inputs, {0});
+  s.output_blocked_ok = blocked_slots(req.outputs, {0});
+  return s;
+}
+
+std::unique_ptr<AccelKernel> pool_create(const AccelRequest& req) {
+  using namespace dnnl;
+  PoolPlan p;
+  if (!plan_pool(req, p)) return nullptr;
+  const bool four = req.inputs[0]->shape.rank() == 4;
+  const memory::desc src_md = md_of(p.x, four ? in_layout(req, 0) : Layout::kPlain);
+  const memory::desc dst_md = md_of(p.y, four ? out_layout(req, 0) : Layout::kPlain);
+  pooling_v2_forward::desc d(prop_kind::forward_inference, p.alg, src_md, dst_md, p.strides, p.kernel, p.dilates,
+                             p.pad_l, p.pad_r);
+  pooling_v2_forward::primitive_desc pd(d, engine());
+  auto k = std::make_unique<DnnlKernel>("dnnl pool");
+  k->set_impl(pd.impl_info_str());
+  memory src = k->bind_input(0, src_md), dst = k->bind_output(0, dst_md);
+  k->add_step(pooling_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  log_impl(req, k->impl_name());
+  return k;
+}
+
+}  // namespace infera::cpu

@@ -1,0 +1,359 @@
+#include "frontend/onnx/import.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/onnx_pb.h>
+#include <sys/stat.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "ops/op.h"
+
+namespace infera {
+
+namespace {
+
+constexpr int64_t kMaxModelBytes = int64_t(2) << 30;  // protobuf's own limit
+
+Result<std::string> read_file(const std::string& path, const char* what) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return Status::error(path + ": " + what + " not found");
+  if (!S_ISREG(st.st_mode)) return Status::error(path + ": " + what + " is not a regular file");
+  if (st.st_size >= kMaxModelBytes) return Status::error(path + ": " + what + " larger than 2 GiB");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::error(path + ": cannot open " + what);
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  f.read(bytes.data(), st.st_size);
+  if (f.gcount() != st.st_size) return Status::error(path + ": short read of " + what);
+  return bytes;
+}
+
+template <class Proto>
+bool parse_proto(Proto& p, const std::string& bytes) {
+  google::protobuf::io::ArrayInputStream ais(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream cis(&ais);
+  cis.SetTotalBytesLimit(INT_MAX);
+  cis.SetRecursionLimit(64);
+  return p.ParseFromCodedStream(&cis) && cis.ConsumedEntireMessage();
+}
+
+// Resolves an external-data location safely: relative, no "..", a regular file (not a
+// symlink, not hard-linked) inside model_dir.
+Result<std::string> resolve_external(const std::string& model_dir, const std::string& loc, const std::string& what) {
+  if (model_dir.empty()) return Status::error(what + ": external data is not allowed here");
+  if (loc.empty()) return Status::error(what + ": external data has no location");
+  if (loc[0] == '/' || loc[0] == '\\' || loc.find(':') != std::string::npos)
+    return Status::error(what + ": external data location '" + loc + "' must be relative to the model's folder");
+  std::stringstream ss(loc);
+  std::string part;
+  while (std::getline(ss, part, '/'))
+    if (part == "..") return Status::error(what + ": external data location '" + loc + "' leaves the model's folder");
+  if (loc.find('\\') != std::string::npos)
+    return Status::error(what + ": external data location '" + loc + "' contains a backslash");
+  std::string path = model_dir + "/" + loc;
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return Status::error(what + ": external data file '" + loc + "' not found");
+  if (S_ISLNK(st.st_mode)) return Status::error(what + ": external data file '" + loc + "' is a symbolic link");
+  if (!S_ISREG(st.st_mode)) return Status::error(what + ": external data file '" + loc + "' is not a regular file");
+  if (st.st_nlink > 1) return Status::error(what + ": external data file '" + loc + "' is a hard link");
+  char* dir_real = realpath(model_dir.c_str(), nullptr);
+  char* file_real = realpath(path.c_str(), nullptr);
+  std::string d = dir_real ? dir_real : "", f = file_real ? file_real : "";
+  free(dir_real);
+  free(file_real);
+  if (d.empty() || f.empty() || f.compare(0, d.size() + 1, d + "/") != 0)
+    return Status::error(what + ": external data file '" + loc + "' is outside the model's folder");
+  return path;
+}
+
+Status read_external(const onnx::TensorProto& tp, const std::string& model_dir, const std::string& what, void* dst,
+                     size_t nbytes) {
+  std::string loc;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : tp.external_data()) {
+    char* end = nullptr;
+    if (kv.key() == "location") {
+      loc = kv.value();
+    } else if (kv.key() == "offset" || kv.key() == "length") {
+      errno = 0;
+      long long v = std::strtoll(kv.value().c_str(), &end, 10);
+      if (errno || !end || *end || v < 0)
+        return Status::error(what + ": external data " + kv.key() + " '" + kv.value() + "' is not a valid size");
+      (kv.key() == "offset" ? offset : length) = v;
+    }
+  }
+  auto path = resolve_external(model_dir, loc, what);
+  if (!path.is_ok()) return path.status();
+  struct stat st;
+  if (stat(path.value().c_str(), &st) != 0) return Status::error(what + ": cannot stat external data '" + loc + "'");
+  if (length < 0) length = static_cast<int64_t>(nbytes);
+  if (static_cast<size_t>(length) != nbytes)
+    return Status::error(what + ": external data length " + std::to_string(length) + " does not match the " +
+                         std::to_string(nbytes) + " bytes its dims and type need");
+  if (offset > st.st_size || length > st.st_size - offset)
+    return Status::error(what + ": external data offset " + std::to_string(offset) + " + length " +
+                         std::to_string(length) + " is beyond the end of '" + loc + "' (" +
+                         std::to_string(st.st_size) + " bytes)");
+  std::ifstream f(path.value(), std::ios::binary);
+  f.seekg(offset);
+  f.read(static_cast<char*>(dst), length);
+  if (!f || f.gcount() != length) return Status::error(what + ": short read of external data '" + loc + "'");
+  return Status::ok();
+}
+
+template <class Src, class Dst>
+void copy_cast(const Src& src, Dst* dst) {
+  for (int i = 0; i < src.size(); ++i) dst[i] = static_cast<Dst>(src.Get(i));
+}
+
+Shape shape_from_type(const onnx::TypeProto& tp) {
+  if (!tp.has_tensor_type() || !tp.tensor_type().has_shape()) return Shape::unknown();
+  std::vector<Dim> dims;
+  for (const auto& d : tp.tensor_type().shape().dim()) {
+    if (d.has_dim_value() && d.dim_value() >= 0)
+      dims.emplace_back(d.dim_value());
+    else if (d.has_dim_param() && !d.dim_param().empty())
+      dims.push_back(Dim::sym(d.dim_param()));
+    else
+      dims.emplace_back();
+  }
+  return Shape(std::move(dims));
+}
+
+Result<Attribute> attr_from_proto(const onnx::AttributeProto& ap, const std::string& model_dir, const std::string& what) {
+  Attribute a;
+  using AP = onnx::AttributeProto;
+  int type = ap.type();
+  if (type == AP::UNDEFINED) {  // IR < 3 style: infer from the populated field
+    if (ap.has_f()) type = AP::FLOAT;
+    else if (ap.has_i()) type = AP::INT;
+    else if (ap.has_s()) type = AP::STRING;
+    else if (ap.has_t()) type = AP::TENSOR;
+    else if (ap.floats_size()) type = AP::FLOATS;
+    else if (ap.ints_size()) type = AP::INTS;
+    else if (ap.strings_size()) type = AP::STRINGS;
+  }
+  switch (type) {
+    case AP::FLOAT: a.kind = Attribute::kFloat; a.f = ap.f(); break;
+    case AP::INT: a.kind = Attribute::kInt; a.i = ap.i(); break;
+    case AP::STRING: a.kind = Attribute::kString; a.s = ap.s(); break;
+    case AP::FLOATS: a.kind = Attribute::kFloats; a.floats.assign(ap.floats().begin(), ap.floats().end()); break;
+    case AP::INTS: a.kind = Attribute::kInts; a.ints.assign(ap.ints().begin(), ap.ints().end()); break;
+    case AP::STRINGS: a.kind = Attribute::kStrings; a.strings.assign(ap.strings().begin(), ap.strings().end()); break;
+    case AP::TENSOR: {
+      auto t = tensor_from_proto(ap.t(), model_dir, what + " attribute '" + ap.name() + "'");
+      if (!t.is_ok()) return t.status();
+      a.kind = Attribute::kTensor;
+      a.t = std::make_shared<Tensor>(t.take());
+      break;
+    }
+    case AP::GRAPH: case AP::GRAPHS: a.kind = Attribute::kGraph; break;
+    default:
+      return Status::error(what + ": attribute '" + ap.name() + "' has unsupported type " + std::to_string(type));
+  }
+  return a;
+}
+
+}  // namespace
+
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string& model_dir, const std::string& what) {
+  DataType dt = static_cast<DataType>(tp.data_type());
+  if (!dtype_supported(dt))
+    return Status::error(what + ": unsupported tensor data type " + std::to_string(tp.data_type()));
+  std::vector<int64_t> dims(tp.dims().begin(), tp.dims().end());
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return Status::error(what + ": negative dimension " + std::to_string(d));
+    if (d != 0 && n > (int64_t(1) << 40) / d) return Status::error(what + ": dims product overflows (too many elements)");
+    n *= d;
+  }
+  const size_t es = dtype_size(dt);
+  const size_t nbytes = static_cast<size_t>(n) * es;
+  const bool external = tp.data_location() == onnx::TensorProto::EXTERNAL;
+  // Check the source holds exactly the promised data before allocating.
+  auto count_mismatch = [&](const char* field, int64_t have) {
+    return Status::error(what + ": " + field + " holds " + std::to_string(have) + " values but dims need " +
+                         std::to_string(n));
+  };
+  if (!external) {
+    if (tp.has_raw_data()) {
+      if (tp.raw_data().size() != nbytes)
+        return Status::error(what + ": raw_data has " + std::to_string(tp.raw_data().size()) + " bytes but dims " +
+                             "and type need " + std::to_string(nbytes));
+    } else {
+      int64_t have = 0;
+      switch (dt) {
+        case DataType::kFloat32: have = tp.float_data_size(); break;
+        case DataType::kFloat64: have = tp.double_data_size(); break;
+        case DataType::kInt64: have = tp.int64_data_size(); break;
+        case DataType::kUInt32: case DataType::kUInt64: have = tp.uint64_data_size(); break;
+        default: have = tp.int32_data_size(); break;
+      }
+      if (have != n) return count_mismatch("typed data field", have);
+    }
+  }
+  auto r = Tensor::make(dt, dims);
+  if (!r.is_ok()) return Status::error(what + ": " + r.message());
+  Tensor t = r.take();
+  if (external) {
+    Status s = read_external(tp, model_dir, what, t.data(), nbytes);
+    if (!s.is_ok()) return s;
+  } else if (tp.has_raw_data()) {
+    if (nbytes) std::memcpy(t.data(), tp.raw_data().data(), nbytes);
+  } else {
+    switch (dt) {
+      case DataType::kFloat32: copy_cast(tp.float_data(), t.data_as<float>()); break;
+      case DataType::kFloat64: copy_cast(tp.double_data(), t.data_as<double>()); break;
+      case DataType::kInt64: copy_cast(tp.int64_data(), t.data_as<int64_t>()); break;
+      case DataType::kUInt32: copy_cast(tp.uint64_data(), t.data_as<uint32_t>()); break;
+      case DataType::kUInt64: copy_cast(tp.uint64_data(), t.data_as<uint64_t>()); break;
+      case DataType::kInt32: copy_cast(tp.int32_data(), t.data_as<int32_t>()); break;
+      case DataType::kInt16: copy_cast(tp.int32_data(), t.data_as<int16_t>()); break;
+      case DataType::kInt8: copy_cast(tp.int32_data(), t.data_as<int8_t>()); break;
+      case DataType::kUInt16: case DataType::kFloat16: case DataType::kBFloat16:
+        copy_cast(tp.int32_data(), t.data_as<uint16_t>());
+        break;
+      case DataType::kUInt8: copy_cast(tp.int32_data(), t.data_as<uint8_t>()); break;
+      case DataType::kBool: {
+        uint8_t* p = t.data_as<uint8_t>();
+        for (int i = 0; i < tp.int32_data_size(); ++i) p[i] = tp.int32_data(i) != 0;
+        break;
+      }
+      default: return Status::error(what + ": unsupported tensor data type");
+    }
+  }
+  return t;
+}
+
+Result<Tensor> load_tensor_pb(const std::string& path) {
+  auto bytes = read_file(path, "tensor file");
+  if (!bytes.is_ok()) return bytes.status();
+  onnx::TensorProto tp;
+  if (!parse_proto(tp, bytes.value())) return Status::error(path + ": not a valid ONNX TensorProto file");
+  return tensor_from_proto(tp, "", path);
+}
+
+Result<Graph> import_onnx_file(const std::string& path) {
+  auto bytes = read_file(path, "model file");
+  if (!bytes.is_ok()) return bytes.status();
+  std::string dir = ".";
+  size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos) dir = slash == 0 ? "/" : path.substr(0, slash);
+  return import_onnx_bytes(bytes.value(), dir, path);
+}
+
+Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& model_dir, const std::string& source) {
+  if (bytes.empty()) return Status::error(source + ": model file is empty");
+  onnx::ModelProto mp;
+  if (!parse_proto(mp, bytes))
+    return Status::error(source + ": not a valid ONNX model (protobuf parse failed: truncated or not ONNX)");
+  Graph g;
+  g.source = source;
+  g.ir_version = mp.ir_version();
+  g.producer = mp.producer_name() + (mp.producer_version().empty() ? "" : " " + mp.producer_version());
+  if (g.ir_version < kMinIrVersion || g.ir_version > kMaxIrVersion)
+    return Status::error(source + ": ONNX IR version " + std::to_string(g.ir_version) + " is not supported (expected " +
+                         std::to_string(kMinIrVersion) + ".." + std::to_string(kMaxIrVersion) + ")");
+  if (!mp.has_graph()) return Status::error(source + ": model has no graph");
+  g.opset = -1;
+  for (const auto& os : mp.opset_import()) {
+    if (os.domain().empty() || os.domain() == "ai.onnx") g.opset = os.version();
+  }
+  if (g.opset < 0) g.opset = mp.opset_import_size() == 0 ? 1 : -1;
+  if (g.opset < kMinOpset || g.opset > kMaxOpset)
+    return Status::error(source + ": default-domain opset " + std::to_string(g.opset) + " is not supported (expected " +
+                         std::to_string(kMinOpset) + ".." + std::to_string(kMaxOpset) + ")");
+  const onnx::GraphProto& gp = mp.graph();
+
+  // Initializers become constants.
+  for (const auto& init : gp.initializer()) {
+    if (init.name().empty()) return Status::error(source + ": an initializer has no name");
+    if (g.find_value(init.name()) >= 0) return Status::error(source + ": duplicate initializer '" + init.name() + "'");
+    auto t = tensor_from_proto(init, model_dir, source + ": initializer '" + init.name() + "'");
+    if (!t.is_ok()) return t.status();
+    int v = g.add_value(init.name(), t.value().dtype(), Shape::of(t.value().dims()));
+    g.values[v].constant = std::make_shared<Tensor>(t.take());
+  }
+  if (gp.sparse_initializer_size())
+    return Status::error(source + ": sparse initializers are not supported");
+  std::set<std::string> input_names;
+  for (const auto& in : gp.input()) {
+    if (!input_names.insert(in.name()).second)
+      return Status::error(source + ": duplicate graph input '" + in.name() + "'");
+    int v = g.find_value(in.name());
+    if (v >= 0 && g.values[v].constant) continue;  // IR < 4 lists initializers as inputs
+    if (in.name().empty()) return Status::error(source + ": a graph input has no name");
+    if (!in.type().has_tensor_type())
+      return Status::error(source + ": graph input '" + in.name() + "' is not a tensor (sequences/maps are not supported)");
+    DataType dt = static_cast<DataType>(in.type().tensor_type().elem_type());
+    if (!dtype_supported(dt))
+      return Status::error(source + ": graph input '" + in.name() + "' has unsupported element type " +
+                           std::to_string(in.type().tensor_type().elem_type()));
+    v = g.add_value(in.name(), dt, shape_from_type(in.type()));
+    g.inputs.push_back(v);
+  }
+  auto value_of = [&](const std::string& name) {
+    int v = g.find_value(name);
+    return v >= 0 ? v : g.add_value(name);
+  };
+  std::set<std::string> node_names;
+  for (int i = 0; i < gp.node_size(); ++i) {
+    const auto& np = gp.node(i);
+    Node n;
+    n.op_type = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    n.name = np.name().empty() ? "#" + std::to_string(i) + ":" + np.op_type() : np.name();
+    if (!node_names.insert(n.name).second) n.name += "#" + std::to_string(i);
+    for (const auto& in : np.input()) n.inputs.push_back(in.empty() ? -1 : value_of(in));
+    for (const auto& out : np.output()) {
+      if (out.empty()) {
+        n.outputs.push_back(-1);
+        continue;
+      }
+      int v = value_of(out);
+      if (g.values[v].constant)
+        return Status::error(source + ": " + n.label() + " output '" + out + "' has the name of an initializer");
+      if (std::find(g.inputs.begin(), g.inputs.end(), v) != g.inputs.end())
+        return Status::error(source + ": " + n.label() + " output '" + out + "' has the name of a graph input");
+      n.outputs.push_back(v);
+    }
+    for (const auto& ap : np.attribute()) {
+      if (n.attrs.count(ap.name())) return Status::error(source + ": " + n.label() + " has attribute '" + ap.name() + "' twice");
+      auto a = attr_from_proto(ap, model_dir, source + ": " + n.label());
+      if (!a.is_ok()) return a.status();
+      n.attrs[ap.name()] = a.take();
+    }
+    g.nodes.push_back(std::move(n));
+  }
+  // Declared types of intermediate values and outputs are checked against inference.
+  auto declare = [&](const onnx::ValueInfoProto& vi) {
+    int v = g.find_value(vi.name());
+    if (v < 0 || g.values[v].constant || !vi.type().has_tensor_type()) return;
+    Value& val = g.values[v];
+    if (std::find(g.inputs.begin(), g.inputs.end(), v) != g.inputs.end()) return;
+    DataType dt = static_cast<DataType>(vi.type().tensor_type().elem_type());
+    if (dtype_supported(dt)) val.dtype = dt;
+    val.shape = shape_from_type(vi.type());
+  };
+  for (const auto& vi : gp.value_info()) declare(vi);
+  std::set<std::string> output_names;
+  for (const auto& out : gp.output()) {
+    if (!output_names.insert(out.name()).second)
+      return Status::error(source + ": duplicate graph output '" + out.name() + "'");
+    int v = g.find_value(out.name());
+    if (v < 0) return Status::error(source + ": graph output '" + out.name() + "' is not produced by any node");
+    declare(out);
+    g.outputs.push_back(v);
+  }
+  if (g.outputs.empty()) return Status::error(source + ": graph has no outputs");
+  Status s = topo_sort(g);
+  if (!s.is_ok()) return s;
+  return g;
+}
+
+}  // namespace infera

@@ -1,0 +1,20 @@
+// Whole-graph shape/type inference and single-node evaluation, on top of the op registry.
+#pragma once
+
+#include <vector>
+
+#include "graph/graph.h"
+#include "ops/op.h"
+
+namespace infera {
+
+// Infers dtype and (symbolic) shape of every value, in node order. Graph inputs and
+// constants keep theirs. Errors name the node, op, tensor and expected vs found value.
+Status infer_graph(Graph& g);
+
+// Runs one node's reference kernel on host tensors (constant folding, plan-time folding).
+// inputs[i] may be nullptr for an absent optional input. Returns one tensor per output
+// slot (empty Tensor for absent outputs).
+Result<std::vector<Tensor>> evaluate_node(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs);
+
+}  // namespace infera

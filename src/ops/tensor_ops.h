@@ -1,0 +1,39 @@
+// The tensor (data-movement and shape) op family: per-file register functions and the
+// helpers those files share. register_tensor_ops() in tensor.cpp calls every register_*.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ops/util.h"
+
+namespace infera {
+
+void register_shape_ops(OpRegistry& r);         // shape_ops.cpp: Reshape Flatten Squeeze Unsqueeze Shape Size
+void register_constant_ops(OpRegistry& r);      // constant_ops.cpp: Constant ConstantOfShape Range Dropout
+void register_layout_ops(OpRegistry& r);        // layout.cpp: Transpose Expand Tile DepthToSpace SpaceToDepth
+void register_concat_split_ops(OpRegistry& r);  // concat_split.cpp: Concat Split
+void register_gather_ops(OpRegistry& r);        // gather.cpp: Gather
+void register_slice_ops(OpRegistry& r);         // slice.cpp: Slice
+void register_pad_ops(OpRegistry& r);           // pad.cpp: Pad
+void register_resize_ops(OpRegistry& r);        // resize.cpp: Resize Upsample
+
+// out[i] = in[offset + sum_k idx_k(i) * in_strides[k]] for i over out_dims in row-major order;
+// elements are esize bytes, strides and offset count elements (strides may be 0 or negative).
+void strided_copy(const void* in, void* out, size_t esize, std::vector<int64_t> out_dims,
+                  std::vector<int64_t> in_strides, int64_t in_offset, int num_threads);
+
+// Integer contents (int32/int64) of input i when known at inference time.
+bool known_ints(const InferContext& ctx, size_t i, std::vector<int64_t>& out);
+// Float contents (float32/float64) of a tensor as doubles.
+bool read_floats(const Tensor& t, std::vector<double>& out);
+bool read_floats(const TensorRef& t, std::vector<double>& out);
+
+// Product of dims[b, e): known, a single symbolic dim times known 1s, or unknown.
+Dim dim_product(const std::vector<Dim>& dims, size_t b, size_t e);
+// "[2,3]" for messages.
+std::string ints_str(const std::vector<int64_t>& v);
+// Requires input i to have one of the given dtypes; names the tensor and found dtype.
+Status expect_dtype(const InferContext& ctx, size_t i, const char* what, std::initializer_list<DataType> ok);
+
+}  // namespace infera

@@ -1,0 +1,72 @@
+// eliminate_identity: removes Identity and inference-mode Dropout, rewiring readers to the input.
+// Assumes graph output names must survive: an output is renamed onto its producer, or the node is kept.
+#include <cstring>
+
+#include "passes/passes.h"
+#include "passes/rewrite.h"
+
+namespace infera {
+namespace {
+
+using namespace rewrite;
+
+// Dropout is the identity unless training_mode (opset >= 12) is true or not known before running.
+bool dropout_is_identity(const Graph& g, const Node& n) {
+  if (g.opset < 12 || n.inputs.size() < 3 || n.inputs[2] < 0) return true;
+  const Tensor* t = constant_of(g, n.inputs[2]);
+  if (!t || t->numel() != 1 || dtype_size(t->dtype()) != 1) return false;
+  return *static_cast<const uint8_t*>(t->data()) == 0;
+}
+
+// Replaces a used Dropout mask (all true in inference) by a constant; false if it cannot.
+bool drop_mask(Graph& g, int mask) {
+  if (mask < 0 || (count_uses(g, mask) == 0 && !g.is_graph_output(mask))) return true;
+  const Shape& s = g.values[mask].shape;
+  if (g.is_graph_output(mask) || !s.fully_known() || s.numel() > int64_t(kFoldMaxTensorBytes)) return false;
+  auto t = Tensor::make(DataType::kBool, s.concrete());
+  if (!t.is_ok()) return false;
+  Tensor ones = t.take();
+  if (ones.nbytes()) std::memset(ones.data(), 1, ones.nbytes());
+  int c = add_constant(g, g.values[mask].name + "_ones", std::move(ones));
+  replace_uses(g, mask, c);
+  return true;
+}
+
+class EliminateIdentity : public Pass {
+ public:
+  const char* name() const override { return "eliminate_identity"; }
+
+  Status run(Graph& g) override {
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      Node& n = g.nodes[i];
+      if (n.dead || n.inputs.empty() || n.outputs.empty()) continue;
+      bool identity = is_onnx_op(n, "Identity");
+      bool dropout = is_onnx_op(n, "Dropout") && dropout_is_identity(g, n);
+      if (!identity && !dropout) continue;
+      int x = n.inputs[0], y = n.outputs[0];
+      if (x < 0 || y < 0) continue;
+      if (dropout && !drop_mask(g, n.outputs.size() > 1 ? n.outputs[1] : -1)) continue;
+      if (!g.is_graph_output(y)) {
+        replace_uses(g, y, x, static_cast<int>(i));
+        g.nodes[i].dead = true;
+        continue;
+      }
+      // y must keep its name: make x's producer write y instead, when x is free to vanish.
+      int p = producer_of(g, x);
+      if (p < 0 || g.is_graph_output(x)) continue;
+      replace_uses(g, x, y, static_cast<int>(i));
+      for (int& o : g.nodes[p].outputs)
+        if (o == x) o = y;
+      g.values[y].producer = p;
+      g.values[x].producer = -1;
+      g.nodes[i].dead = true;
+    }
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_eliminate_identity() { return std::make_unique<EliminateIdentity>(); }
+
+}  // namespace infera

@@ -1,0 +1,148 @@
+// fold_constants: evaluates nodes whose inputs are all constants (Shape/Size: whose input shape is
+// fully known) and makes their outputs constants. Assumes topological order and inferred shapes;
+// leaves random ops, graph outputs, subgraph ops and outputs over the size limits to the runtime.
+#include <set>
+
+#include "graph/infer.h"
+#include "ops/util.h"
+#include "passes/passes.h"
+#include "passes/rewrite.h"
+
+namespace infera {
+namespace {
+
+using namespace rewrite;
+
+bool is_nondeterministic(const Node& n) {
+  static const std::set<std::string> kRandom = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                                "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
+  if (kRandom.count(n.op_type)) return true;
+  for (const auto& [k, a] : n.attrs)
+    if (a.kind == Attribute::kGraph) return true;  // control flow: not folded here
+  return false;
+}
+
+class FoldConstants : public Pass {
+ public:
+  FoldConstants(size_t max_tensor, size_t max_total) : max_tensor_(max_tensor), max_total_(max_total) {}
+  const char* name() const override { return "fold_constants"; }
+
+  Status run(Graph& g) override {
+    size_t total = 0;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (g.nodes[i].dead) continue;
+      auto k = make_kernel(g.nodes[i], g.opset);
+      if (!k.is_ok()) continue;  // infer_graph reports unknown ops with context
+      refresh_shapes(g, g.nodes[i], *k.value());
+      if (total < max_total_) try_fold(g, g.nodes[i], *k.value(), total);
+    }
+    return Status::ok();
+  }
+
+ private:
+  // Folding upstream may have made this node's output shapes computable: keep the better one.
+  void refresh_shapes(Graph& g, const Node& n, const OpKernel& k) {
+    std::vector<ValueInfo> infos(n.inputs.size());
+    std::vector<const ValueInfo*> in = infos_of(g, n, infos, true);
+    InferContext ctx(n, g.opset, in);
+    if (!k.infer(ctx).is_ok()) return;
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      int v = n.outputs[o];
+      if (v < 0) continue;
+      const ValueInfo& got = ctx.outputs()[o];
+      Value& val = g.values[v];
+      if (got.shape.fully_known() && !val.shape.fully_known() && got.dtype == val.dtype &&
+          (!val.shape.rank_known || val.shape.rank() == got.shape.rank()))
+        val.shape = got.shape;
+    }
+  }
+
+  static std::vector<const ValueInfo*> infos_of(const Graph& g, const Node& n, std::vector<ValueInfo>& infos,
+                                               bool with_values) {
+    std::vector<const ValueInfo*> in;
+    for (size_t j = 0; j < n.inputs.size(); ++j) {
+      int v = n.inputs[j];
+      if (v < 0) {
+        in.push_back(nullptr);
+        continue;
+      }
+      infos[j].dtype = g.values[v].dtype;
+      infos[j].shape = g.values[v].shape;
+      if (with_values) infos[j].value = g.values[v].constant;
+      in.push_back(&infos[j]);
+    }
+    return in;
+  }
+
+  void try_fold(Graph& g, Node& n, const OpKernel& k, size_t& total) {
+    if (is_nondeterministic(n)) return;
+    bool any_out = false;
+    for (int o : n.outputs) {
+      if (o < 0) continue;
+      if (g.is_graph_output(o)) return;  // outputs stay produced by nodes
+      any_out = true;
+    }
+    if (!any_out) return;
+    // Every input must be a constant, or a shape-only input with a fully known shape.
+    std::vector<Tensor> shells(n.inputs.size());
+    std::vector<const Tensor*> args;
+    for (size_t j = 0; j < n.inputs.size(); ++j) {
+      int v = n.inputs[j];
+      if (v < 0) {
+        args.push_back(nullptr);
+        continue;
+      }
+      const Value& val = g.values[v];
+      if (val.constant) {
+        args.push_back(val.constant.get());
+      } else if (!k.needs_data(j) && val.shape.fully_known() && dtype_supported(val.dtype)) {
+        shells[j] = Tensor::view(val.dtype, val.shape.concrete(), nullptr);
+        args.push_back(&shells[j]);
+      } else {
+        return;
+      }
+    }
+    // Refuse before allocating: every output must have a known, small enough size.
+    std::vector<ValueInfo> infos(n.inputs.size());
+    InferContext ctx(n, g.opset, infos_of(g, n, infos, true));
+    if (!k.infer(ctx).is_ok()) return;
+    size_t bytes = 0;
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      if (n.outputs[o] < 0) continue;
+      const ValueInfo& vi = ctx.outputs()[o];
+      if (!vi.shape.fully_known() || !dtype_supported(vi.dtype)) return;
+      int64_t numel = 0;
+      if (!checked_numel(vi.shape.concrete(), numel)) return;
+      size_t b = static_cast<size_t>(numel) * dtype_size(vi.dtype);
+      if (b > max_tensor_) return;
+      bytes += b;
+    }
+    if (total + bytes > max_total_) return;
+    auto r = evaluate_node(n, g.opset, args);
+    if (!r.is_ok()) return;  // the runtime will report it with its inputs
+    std::vector<Tensor>& outs = r.value();
+    for (size_t o = 0; o < n.outputs.size(); ++o)
+      if (n.outputs[o] >= 0 && (outs[o].empty() || outs[o].nbytes() > max_tensor_)) return;
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      int v = n.outputs[o];
+      if (v < 0) continue;
+      Value& val = g.values[v];
+      val.dtype = outs[o].dtype();
+      val.shape = Shape::of(outs[o].dims());
+      val.constant = std::make_shared<const Tensor>(std::move(outs[o]));
+      val.producer = -1;
+    }
+    total += bytes;
+    n.dead = true;
+  }
+
+  size_t max_tensor_, max_total_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_fold_constants(size_t max_tensor_bytes, size_t max_total_bytes) {
+  return std::make_unique<FoldConstants>(max_tensor_bytes, max_total_bytes);
+}
+
+}  // namespace infera

@@ -1,0 +1,163 @@
+// fuse_conv_activation: Conv [+ Add(same-shape residual Z)] [+ activation] -> com.infera.FusedConv
+// (inputs X, W, B|-1, Z|-1), and Gemm + activation -> com.infera.FusedGemm. Assumes each fused
+// intermediate has one reader and is no graph output; Clip bounds must be constants.
+#include <limits>
+
+#include "passes/passes.h"
+#include "passes/rewrite.h"
+
+namespace infera {
+namespace {
+
+using namespace rewrite;
+
+constexpr const char* kFusedDomain = "com.infera";
+
+struct Activation {
+  std::string name;
+  float alpha = 0, beta = 0;
+};
+
+bool scalar_bound(const Graph& g, const Node& n, size_t i, float dflt, float& out) {
+  out = dflt;
+  if (n.inputs.size() <= i || n.inputs[i] < 0) return true;
+  const Tensor* t = constant_of(g, n.inputs[i]);
+  std::vector<double> v;
+  if (!t || t->numel() != 1 || !read_floats(*t, v)) return false;
+  out = static_cast<float>(v[0]);
+  return true;
+}
+
+// Recognizes an activation node and its parameters (ONNX defaults where not given).
+bool parse_activation(const Graph& g, const Node& n, Activation& a) {
+  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+  if (n.outputs.size() != 1 || n.outputs[0] < 0) return false;
+  a.name = n.op_type;
+  const std::string& op = n.op_type;
+  if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish") return n.inputs.size() == 1;
+  if (op == "LeakyRelu") {
+    a.alpha = n.attr_float("alpha", 0.01f);
+    return n.inputs.size() == 1;
+  }
+  if (op == "Elu") {
+    a.alpha = n.attr_float("alpha", 1.0f);
+    return n.inputs.size() == 1;
+  }
+  if (op == "HardSigmoid") {
+    a.alpha = n.attr_float("alpha", 0.2f);
+    a.beta = n.attr_float("beta", 0.5f);
+    return n.inputs.size() == 1;
+  }
+  if (op == "Clip") {
+    const float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+    if (g.opset < 11) {
+      a.alpha = n.attr_float("min", lo);
+      a.beta = n.attr_float("max", hi);
+      return n.inputs.size() == 1;
+    }
+    return scalar_bound(g, n, 1, lo, a.alpha) && scalar_bound(g, n, 2, hi, a.beta);
+  }
+  return false;
+}
+
+bool same_shape(const Shape& a, const Shape& b) {
+  if (!a.rank_known || !b.rank_known || a.rank() != b.rank()) return false;
+  for (int i = 0; i < a.rank(); ++i)
+    if (!(a.dims[i] == b.dims[i])) return false;
+  return true;
+}
+
+Attribute attr_of(std::string s) {
+  Attribute a;
+  a.kind = Attribute::kString;
+  a.s = std::move(s);
+  return a;
+}
+
+Attribute attr_of(float f) {
+  Attribute a;
+  a.kind = Attribute::kFloat;
+  a.f = f;
+  return a;
+}
+
+class FuseConvActivation : public Pass {
+ public:
+  const char* name() const override { return "fuse_conv_activation"; }
+
+  Status run(Graph& g) override {
+    cons_ = g.consumers();
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (g.nodes[i].dead || g.nodes[i].outputs.empty()) continue;
+      if (is_onnx_op(g.nodes[i], "Conv"))
+        fuse(g, static_cast<int>(i), true);
+      else if (is_onnx_op(g.nodes[i], "Gemm"))
+        fuse(g, static_cast<int>(i), false);
+    }
+    return Status::ok();
+  }
+
+ private:
+  void fuse(Graph& g, int head, bool conv) {
+    const Node& h = g.nodes[head];
+    int y = h.outputs[0];
+    if (y < 0 || h.outputs.size() != 1) return;
+    DataType dt = g.values[y].dtype;
+    if (dt != DataType::kFloat32 && dt != DataType::kFloat64) return;
+    std::vector<int> fused = {head};
+    int tail = y, z = -1;
+    int next = sole_consumer(g, cons_, tail);
+    if (conv && next >= 0 && is_onnx_op(g.nodes[next], "Add") && g.nodes[next].inputs.size() == 2 &&
+        g.nodes[next].outputs.size() == 1 && g.nodes[next].outputs[0] >= 0) {
+      const Node& add = g.nodes[next];
+      int other = add.inputs[0] == y ? add.inputs[1] : add.inputs[0];
+      const Value& ov = g.values[other];
+      if (other != y && ov.dtype == dt && same_shape(ov.shape, g.values[y].shape) &&
+          same_shape(g.values[add.outputs[0]].shape, g.values[y].shape)) {
+        z = other;
+        tail = add.outputs[0];
+        fused.push_back(next);
+        next = sole_consumer(g, cons_, tail);
+      }
+    }
+    Activation act;
+    if (next >= 0 && parse_activation(g, g.nodes[next], act)) {
+      tail = g.nodes[next].outputs[0];
+      fused.push_back(next);
+    } else {
+      act.name.clear();
+    }
+    if (fused.size() == 1) return;
+    Node f;
+    f.name = h.name;
+    f.op_type = conv ? "FusedConv" : "FusedGemm";
+    f.domain = kFusedDomain;
+    f.attrs = h.attrs;
+    f.attrs["activation"] = attr_of(act.name);
+    f.attrs["activation_alpha"] = attr_of(act.alpha);
+    f.attrs["activation_beta"] = attr_of(act.beta);
+    auto in = [&](size_t k) { return h.inputs.size() > k ? h.inputs[k] : -1; };
+    if (conv)
+      f.inputs = {in(0), in(1), in(2), z};
+    else
+      f.inputs = h.inputs;
+    f.outputs = {tail};
+    for (int n : fused) g.nodes[n].dead = true;
+    int id = g.add_node(std::move(f));
+    // Keep the reader lists current: the fused node now reads what its parts read.
+    for (int v : g.nodes[id].inputs) {
+      if (v < 0) continue;
+      auto& c = cons_[v];
+      std::erase_if(c, [&](int n) { return g.nodes[n].dead; });
+      c.push_back(id);
+    }
+  }
+
+  std::vector<std::vector<int>> cons_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_fuse_conv_activation() { return std::make_unique<FuseConvActivation>(); }
+
+}  // namespace infera

@@ -1,0 +1,85 @@
+#include <cstdlib>
+#include <cstring>
+
+#include "infera/infera.h"
+
+namespace infera {
+
+size_t dtype_size(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: case DataType::kInt32: case DataType::kUInt32: return 4;
+    case DataType::kUInt8: case DataType::kInt8: case DataType::kBool: return 1;
+    case DataType::kUInt16: case DataType::kInt16: case DataType::kFloat16: case DataType::kBFloat16: return 2;
+    case DataType::kInt64: case DataType::kFloat64: case DataType::kUInt64: return 8;
+    default: return 0;
+  }
+}
+
+const char* dtype_name(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: return "float32";
+    case DataType::kUInt8: return "uint8";
+    case DataType::kInt8: return "int8";
+    case DataType::kUInt16: return "uint16";
+    case DataType::kInt16: return "int16";
+    case DataType::kInt32: return "int32";
+    case DataType::kInt64: return "int64";
+    case DataType::kString: return "string";
+    case DataType::kBool: return "bool";
+    case DataType::kFloat16: return "float16";
+    case DataType::kFloat64: return "float64";
+    case DataType::kUInt32: return "uint32";
+    case DataType::kUInt64: return "uint64";
+    case DataType::kBFloat16: return "bfloat16";
+    default: return "undefined";
+  }
+}
+
+bool dtype_supported(DataType t) { return dtype_size(t) != 0; }
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : dims_) n *= d;
+  return n;
+}
+
+Result<Tensor> Tensor::make(DataType dtype, std::vector<int64_t> dims) {
+  if (!dtype_supported(dtype)) return Status::error(std::string("unsupported tensor dtype ") + dtype_name(dtype));
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return Status::error("negative tensor dimension " + std::to_string(d));
+    if (d != 0 && n > (int64_t(1) << 40) / d)
+      return Status::error("tensor of " + std::to_string(dims.size()) + " dims is too large (over 2^40 elements)");
+    n *= d;
+  }
+  size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
+  size_t alloc = (bytes + 63) / 64 * 64;
+  if (alloc == 0) alloc = 64;
+  void* p = std::aligned_alloc(64, alloc);
+  if (!p) return Status::error("out of memory allocating " + std::to_string(alloc) + " bytes");
+  std::memset(p, 0, alloc);
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  t.data_ = p;
+  return t;
+}
+
+Tensor Tensor::view(DataType dtype, std::vector<int64_t> dims, void* data) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.data_ = data;
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Result<Tensor> r = make(dtype_, dims_);
+  if (!r.is_ok()) return Tensor();
+  Tensor t = r.take();
+  if (nbytes()) std::memcpy(t.data_, data_, nbytes());
+  return t;
+}
+
+}  // namespace infera

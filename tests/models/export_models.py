@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+"""Export torchvision CNNs with random weights to ONNX (dynamic batch) for infera's model tests.
+
+Run with Debian's Python (torch 1.13, torchvision 0.14):
+    /usr/bin/python3 tests/models/export_models.py --out models            # all models
+    /usr/bin/python3 tests/models/export_models.py --models resnet50 --out models
+    /usr/bin/python3 tests/models/export_models.py --list
+
+Every model gets torch.manual_seed(0), weights=None, BatchNorm statistics calibrated on a seeded
+random batch (see calibrate_batchnorm; --plain-init turns it off), eval mode, and is exported with input "input",
+output "output" and a symbolic batch dim "batch" on both. A model whose .onnx already exists in --out
+is skipped (use --force to re-export). Files are written to a temporary name and renamed, so an
+interrupted export never leaves a half file that a later run would skip.
+
+Opset 13 for all: at opset 17 torch exports nn.LayerNorm (ConvNeXt) as LayerNormalization, which is
+not in infera's op list; at 13 it becomes ReduceMean/Sub/Pow/Sqrt/Div.
+"""
+import argparse
+import os
+import sys
+import time
+
+try:
+    import torch
+    import torchvision
+except ImportError as e:  # pragma: no cover - environment problem
+    sys.stderr.write("export_models.py: needs Debian's python3-torch and python3-torchvision "
+                     "(run it with /usr/bin/python3): %s\n" % e)
+    sys.exit(1)
+
+M = torchvision.models
+
+# name -> constructor (random weights). Keep names stable: other scripts and the README use them.
+MODELS = {
+    "resnet50": lambda: M.resnet50(weights=None),
+    "mobilenet_v2": lambda: M.mobilenet_v2(weights=None),
+    "mobilenet_v3_large": lambda: M.mobilenet_v3_large(weights=None),
+    "efficientnet_b0": lambda: M.efficientnet_b0(weights=None),
+    "densenet121": lambda: M.densenet121(weights=None),
+    "squeezenet1_1": lambda: M.squeezenet1_1(weights=None),
+    "shufflenet_v2_x1_0": lambda: M.shufflenet_v2_x1_0(weights=None),
+    "googlenet": lambda: M.googlenet(weights=None, aux_logits=False, init_weights=True),
+    "regnet_y_400mf": lambda: M.regnet_y_400mf(weights=None),
+    "convnext_tiny": lambda: M.convnext_tiny(weights=None),
+}
+
+DEFAULT_OPSET = 13
+
+
+def calibrate_batchnorm(model, size):
+    """Give every BatchNorm real statistics and a non-trivial affine transform.
+
+    With weights=None, BatchNorm has mean 0, var 1, gamma 1, beta 0: a BN-folding bug would go
+    unseen, and in deep nets (EfficientNet, MobileNet) the signal shrinks to ~1e-14 by the output.
+    So: run a seeded random batch with only the BN layers in training mode (cumulative averages),
+    then draw gamma in [0.8, 1.2] and beta in N(0, 0.1). Activations stay O(1) to the output
+    (gamma in [0.5, 1.5] made EfficientNet ill-conditioned: ORT vs torch differed by 2e-4).
+    """
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        return
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None
+        m.train()
+    with torch.no_grad():
+        model(torch.randn(4, 3, size, size))
+        for m in bns:
+            m.eval()
+            m.weight.uniform_(0.8, 1.2)
+            m.bias.normal_(0.0, 0.1)
+
+
+def export_one(name, path, opset, size, plain_init=False):
+    torch.manual_seed(0)
+    model = MODELS[name]().eval()
+    if not plain_init:
+        calibrate_batchnorm(model, size)
+    x = torch.randn(1, 3, size, size)
+    tmp = path + ".tmp"
+    with torch.no_grad():
+        torch.onnx.export(
+            model, x, tmp,
+            opset_version=opset,
+            input_names=["input"],
+            output_names=["output"],
+            dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+            do_constant_folding=True,
+        )
+    os.replace(tmp, path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default="models", help="output folder (default: models)")
+    ap.add_argument("--models", default="all",
+                    help="comma-separated model names, or 'all' (default); see --list")
+    ap.add_argument("--opset", type=int, default=DEFAULT_OPSET, help="ONNX opset (default 13)")
+    ap.add_argument("--size", type=int, default=224, help="input height/width (default 224)")
+    ap.add_argument("--force", action="store_true", help="re-export models already present")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (default: all cores)")
+    ap.add_argument("--plain-init", action="store_true",
+                    help="keep torchvision's BatchNorm init (mean 0, var 1); default: calibrate it")
+    ap.add_argument("--list", action="store_true", help="print the model names and exit")
+    args = ap.parse_args()
+
+    if args.list:
+        print("\n".join(MODELS))
+        return 0
+    names = list(MODELS) if args.models == "all" else [n.strip() for n in args.models.split(",") if n.strip()]
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        sys.stderr.write("export_models.py: unknown model(s) %s; known: %s\n"
+                         % (",".join(unknown), ",".join(MODELS)))
+        return 2
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    os.makedirs(args.out, exist_ok=True)
+
+    failed = []
+    t_all = time.time()
+    for name in names:
+        path = os.path.join(args.out, name + ".onnx")
+        if os.path.exists(path) and not args.force:
+            print("%-20s present, skipped (%s)" % (name, path), flush=True)
+            continue
+        t0 = time.time()
+        try:
+            export_one(name, path, args.opset, args.size, args.plain_init)
+        except Exception as e:  # report and continue with the other models
+            failed.append(name)
+            sys.stderr.write("%s: export failed: %s\n" % (name, str(e).splitlines()[0] if str(e) else type(e).__name__))
+            continue
+        print("%-20s exported in %5.1f s -> %s (%.1f MB)"
+              % (name, time.time() - t0, path, os.path.getsize(path) / 1e6), flush=True)
+    print("total %.1f s; %d exported or present, %d failed"
+          % (time.time() - t_all, len(names) - len(failed), len(failed)), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

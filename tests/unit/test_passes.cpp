@@ -1,0 +1,498 @@
+// Pass tests: build a small graph by hand, run one pass, check the ops left and that the graph's
+// outputs are unchanged (node-by-node evaluation on seeded random inputs, normalized error).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "graph/infer.h"
+#include "op_test_util.h"
+#include "passes/passes.h"
+
+namespace infera::test {
+namespace {
+
+constexpr DataType kF32 = DataType::kFloat32;
+
+Tensor i64s(std::vector<int64_t> dims, std::vector<int64_t> v) { return make_tensor<int64_t>(DataType::kInt64, dims, v); }
+Tensor f32s(std::vector<int64_t> dims, std::vector<float> v) { return make_tensor<float>(kF32, dims, v); }
+Tensor scalar_bool(bool b) { return make_tensor<bool>(DataType::kBool, {}, {b}); }
+
+struct Builder {
+  Graph g;
+  int count = 0;
+  explicit Builder(int64_t opset = 17) {
+    g.opset = opset;
+    g.ir_version = 8;
+    g.source = "test";
+  }
+  int input(const std::string& name, Shape s, DataType dt = kF32) {
+    int v = g.add_value(name, dt, std::move(s));
+    g.inputs.push_back(v);
+    return v;
+  }
+  int input(const std::string& name, std::vector<int64_t> dims) { return input(name, Shape::of(dims)); }
+  int constant(const std::string& name, Tensor t) {
+    int v = g.add_value(name, t.dtype(), Shape::of(t.dims()));
+    g.values[v].constant = std::make_shared<const Tensor>(std::move(t));
+    return v;
+  }
+  std::vector<int> node_n(const std::string& op, std::vector<int> ins, int nout,
+                          std::map<std::string, Attribute> attrs = {}, const std::string& domain = "") {
+    Node n;
+    n.name = op + "_" + std::to_string(count++);
+    n.op_type = op;
+    n.domain = domain;
+    n.inputs = std::move(ins);
+    n.attrs = std::move(attrs);
+    for (int o = 0; o < nout; ++o) n.outputs.push_back(g.add_value(n.name + "_out" + std::to_string(o)));
+    std::vector<int> outs = n.outputs;
+    g.add_node(std::move(n));
+    return outs;
+  }
+  int node(const std::string& op, std::vector<int> ins, std::map<std::string, Attribute> attrs = {}) {
+    return node_n(op, std::move(ins), 1, std::move(attrs))[0];
+  }
+  // Names the value as a graph output (renaming it so tests can read outputs by name).
+  void output(int v) { g.outputs.push_back(v); }
+};
+
+Status prepare(Graph& g) {
+  Status s = g.compact();
+  return s.is_ok() ? infer_graph(g) : s;
+}
+
+std::vector<std::string> ops_of(const Graph& g) {
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes)
+    if (!n.dead) ops.push_back(n.op_type);
+  return ops;
+}
+
+int count_op(const Graph& g, const std::string& op) {
+  int c = 0;
+  for (const Node& n : g.nodes) c += (!n.dead && n.op_type == op);
+  return c;
+}
+
+// Random inputs for the graph's inputs; symbolic or unknown dims become 2.
+std::map<std::string, Tensor> random_feeds(const Graph& g, uint32_t seed) {
+  std::map<std::string, Tensor> f;
+  for (int v : g.inputs) {
+    std::vector<int64_t> dims;
+    for (const Dim& d : g.values[v].shape.dims) dims.push_back(d.known() ? d.value : 2);
+    f[g.values[v].name] = random_tensor(dims, seed++);
+  }
+  return f;
+}
+
+// Evaluates the graph node by node with the reference kernels; outputs in graph order.
+Result<std::vector<Tensor>> eval_graph(const Graph& g, const std::map<std::string, Tensor>& feeds) {
+  std::vector<std::shared_ptr<const Tensor>> vals(g.values.size());
+  for (size_t i = 0; i < g.values.size(); ++i) vals[i] = g.values[i].constant;
+  for (const auto& [name, t] : feeds) {
+    int v = g.find_value(name);
+    if (v < 0) return Status::error("no input " + name);
+    vals[v] = std::make_shared<const Tensor>(t);
+  }
+  for (const Node& n : g.nodes) {
+    if (n.dead) continue;
+    std::vector<const Tensor*> args;
+    for (int v : n.inputs) {
+      if (v >= 0 && !vals[v]) return Status::error(n.label() + ": input '" + g.values[v].name + "' not computed");
+      args.push_back(v >= 0 ? vals[v].get() : nullptr);
+    }
+    auto r = evaluate_node(n, g.opset, args);
+    if (!r.is_ok()) return r.status();
+    for (size_t o = 0; o < n.outputs.size(); ++o)
+      if (n.outputs[o] >= 0) vals[n.outputs[o]] = std::make_shared<const Tensor>(std::move(r.value()[o]));
+  }
+  std::vector<Tensor> outs;
+  for (int v : g.outputs) {
+    if (!vals[v]) return Status::error("output '" + g.values[v].name + "' not computed");
+    outs.push_back(*vals[v]);
+  }
+  return outs;
+}
+
+double tensor_error(const Tensor& a, const Tensor& b) {
+  if (a.dtype() == kF32) return normalized_error(a, b);
+  if (a.dtype() != b.dtype() || a.dims() != b.dims()) return 1e30;
+  return std::memcmp(a.data(), b.data(), a.nbytes()) == 0 ? 0.0 : 1e30;
+}
+
+// Infers g, runs the pass (then compact + infer), and checks the outputs (by name) are unchanged.
+void run_and_compare(Graph& g, Pass& pass, uint32_t seed = 7) {
+  ASSERT_TRUE(prepare(g).is_ok()) << prepare(g).message();
+  std::vector<std::string> names;
+  for (int v : g.outputs) names.push_back(g.values[v].name);
+  auto feeds = random_feeds(g, seed);
+  auto before = eval_graph(g, feeds);
+  ASSERT_TRUE(before.is_ok()) << before.message();
+  Status s = pass.run(g);
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  s = prepare(g);
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  ASSERT_EQ(g.outputs.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(g.values[g.outputs[i]].name, names[i]);
+  auto after = eval_graph(g, feeds);
+  ASSERT_TRUE(after.is_ok()) << after.message();
+  ASSERT_EQ(after.value().size(), before.value().size());
+  for (size_t i = 0; i < after.value().size(); ++i)
+    EXPECT_LT(tensor_error(after.value()[i], before.value()[i]), 1e-5) << "output " << names[i];
+}
+
+// ------------------------------------------------------------------ eliminate_identity
+
+TEST(PassEliminateIdentity, ChainToOutputKeepsName) {
+  Builder b;
+  int x = b.input("x", {2, 3});
+  int r = b.node("Relu", {x});
+  int i1 = b.node("Identity", {r});
+  int d = b.node("Dropout", {i1, b.constant("ratio", f32s({}, {0.5f}))});
+  int i2 = b.node("Identity", {d});
+  b.output(i2);
+  auto p = make_eliminate_identity();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(ops_of(b.g), std::vector<std::string>{"Relu"});
+  EXPECT_EQ(b.g.values[b.g.outputs[0]].name, "Identity_3_out0");
+}
+
+TEST(PassEliminateIdentity, ConstantAndOldDropout) {
+  Builder b(10);
+  int x = b.input("x", {2, 3});
+  int c = b.node("Identity", {b.constant("c", random_tensor({2, 3}, 3))});
+  int d = b.node("Dropout", {x}, {{"ratio", attr_f(0.3f)}});
+  b.output(b.node("Add", {d, c}));
+  auto p = make_eliminate_identity();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(ops_of(b.g), std::vector<std::string>{"Add"});
+}
+
+TEST(PassEliminateIdentity, UsedMaskBecomesConstant) {
+  Builder b(13);
+  int x = b.input("x", {2, 3});
+  auto d = b.node_n("Dropout", {x}, 2);
+  b.output(b.node("Where", {d[1], d[0], x}));
+  auto p = make_eliminate_identity();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(ops_of(b.g), std::vector<std::string>{"Where"});
+}
+
+TEST(PassEliminateIdentity, KeepsWhatItMust) {
+  Builder b(13);
+  int x = b.input("x", {2, 3});
+  b.output(b.node("Identity", {x}));  // input straight to output: the output name needs the node
+  int r = b.node("Relu", {x});
+  b.output(r);
+  b.output(b.node("Identity", {r}));  // input is itself a graph output
+  b.output(b.node("Dropout", {x, b.constant("ratio", f32s({}, {0.5f})), b.constant("train", scalar_bool(true))}));
+  ASSERT_TRUE(prepare(b.g).is_ok());
+  auto p = make_eliminate_identity();
+  ASSERT_TRUE(p->run(b.g).is_ok());
+  ASSERT_TRUE(prepare(b.g).is_ok());
+  EXPECT_EQ(count_op(b.g, "Identity"), 2);
+  EXPECT_EQ(count_op(b.g, "Dropout"), 1);
+}
+
+// ------------------------------------------------------------------ fold_constants
+
+TEST(PassFoldConstants, ConstantSubgraph) {
+  Builder b;
+  int x = b.input("x", {2, 3});
+  int t = b.node("Add", {b.constant("a", random_tensor({3}, 1)), b.constant("b", random_tensor({3}, 2))});
+  int e = b.node("Exp", {t});
+  b.output(b.node("Mul", {x, e}));
+  auto p = make_fold_constants();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(ops_of(b.g), std::vector<std::string>{"Mul"});
+}
+
+TEST(PassFoldConstants, ShapeGatherConcatReshapeChain) {
+  Builder b;
+  int x = b.input("x", {2, 3, 4});
+  int s = b.node("Shape", {x});
+  int d0 = b.node("Gather", {s, b.constant("idx", i64s({}, {0}))}, {{"axis", attr_i(0)}});
+  int u = b.node("Unsqueeze", {d0, b.constant("axes", i64s({1}, {0}))});
+  int shp = b.node("Concat", {u, b.constant("minus1", i64s({1}, {-1}))}, {{"axis", attr_i(0)}});
+  int sz = b.node("Size", {x});
+  int c = b.node("Cast", {sz}, {{"to", attr_i(1)}});
+  int re = b.node("Reshape", {x, shp});
+  b.output(b.node("Mul", {re, c}));
+  auto p = make_fold_constants();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"Reshape", "Mul"}));
+}
+
+TEST(PassFoldConstants, SymbolicShapeStays) {
+  Builder b;
+  int x = b.input("x", Shape({Dim::sym("batch"), Dim(3)}));
+  int s = b.node("Shape", {x});
+  b.output(b.node("Reshape", {x, s}));
+  auto p = make_fold_constants();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(count_op(b.g, "Shape"), 1);
+}
+
+TEST(PassFoldConstants, ConstantNodeFolds) {
+  Builder b;
+  int x = b.input("x", {2, 3});
+  Attribute v;
+  v.kind = Attribute::kTensor;
+  v.t = std::make_shared<const Tensor>(random_tensor({2, 3}, 5));
+  int c = b.node("Constant", {}, {{"value", v}});
+  b.output(b.node("Add", {x, c}));
+  auto p = make_fold_constants();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(ops_of(b.g), std::vector<std::string>{"Add"});
+}
+
+TEST(PassFoldConstants, LeavesBigOutputsAndGraphOutputs) {
+  Builder b;
+  int x = b.input("x", {4, 4});
+  int t = b.node("Tile", {b.constant("c", random_tensor({4}, 1)), b.constant("reps", i64s({1}, {4}))});
+  int r = b.node("Reshape", {t, b.constant("shape", i64s({2}, {4, 4}))});
+  b.output(b.node("Add", {x, r}));
+  b.output(b.node("Neg", {b.constant("k", random_tensor({3}, 2))}));
+  auto p = make_fold_constants(/*max_tensor_bytes=*/32);  // Tile's 64 bytes are too many
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"Tile", "Neg", "Reshape", "Add"}));
+}
+
+TEST(PassFoldConstants, RandomOpsStay) {
+  Builder b;
+  int x = b.input("x", {2});
+  int r = b.node("RandomUniform", {}, {{"shape", attr_ints({2})}});
+  b.output(b.node("Add", {x, r}));
+  auto p = make_fold_constants();
+  ASSERT_TRUE(p->run(b.g).is_ok());
+  EXPECT_EQ(count_op(b.g, "RandomUniform"), 1);
+}
+
+// ------------------------------------------------------------------ eliminate_dead_nodes
+
+TEST(PassEliminateDeadNodes, DropsUnreachable) {
+  Builder b;
+  int x = b.input("x", {2, 3});
+  b.output(b.node("Relu", {x}));
+  int s = b.node("Sigmoid", {x});
+  b.node("Tanh", {s});
+  auto p = make_eliminate_dead_nodes();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(ops_of(b.g), std::vector<std::string>{"Relu"});
+}
+
+// ------------------------------------------------------------------ fold_batchnorm
+
+int add_bn(Builder& b, int x, int c, uint32_t seed) {
+  return b.node("BatchNormalization",
+                {x, b.constant("scale" + std::to_string(seed), random_tensor({c}, seed, 0.5f, 1.5f)),
+                 b.constant("bias" + std::to_string(seed), random_tensor({c}, seed + 1)),
+                 b.constant("mean" + std::to_string(seed), random_tensor({c}, seed + 2)),
+                 b.constant("var" + std::to_string(seed), random_tensor({c}, seed + 3, 0.2f, 2.f))},
+                {{"epsilon", attr_f(1e-3f)}});
+}
+
+TEST(PassFoldBatchnorm, ConvWithAndWithoutBias) {
+  Builder b;
+  int x = b.input("x", {2, 3, 6, 6});
+  int c1 = b.node("Conv", {x, b.constant("W1", random_tensor({4, 3, 3, 3}, 1)), b.constant("B1", random_tensor({4}, 2))},
+                  {{"pads", attr_ints({1, 1, 1, 1})}});
+  int n1 = add_bn(b, c1, 4, 10);
+  int c2 = b.node("Conv", {n1, b.constant("W2", random_tensor({4, 2, 3, 3}, 3))}, {{"group", attr_i(2)}});
+  b.output(add_bn(b, c2, 4, 20));
+  auto p = make_fold_batchnorm();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"Conv", "Conv"}));
+}
+
+TEST(PassFoldBatchnorm, SharedConvOutputStays) {
+  Builder b;
+  int x = b.input("x", {1, 3, 5, 5});
+  int c = b.node("Conv", {x, b.constant("W", random_tensor({4, 3, 1, 1}, 1))});
+  b.output(add_bn(b, c, 4, 10));
+  b.output(b.node("Relu", {c}));
+  auto p = make_fold_batchnorm();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(count_op(b.g, "BatchNormalization"), 1);
+}
+
+TEST(PassFoldBatchnorm, GemmAndMatMul) {
+  Builder b;
+  int x = b.input("x", {3, 5});
+  int g1 = b.node("Gemm", {x, b.constant("B", random_tensor({4, 5}, 1)), b.constant("C", random_tensor({4}, 2))},
+                  {{"transB", attr_i(1)}, {"alpha", attr_f(0.7f)}, {"beta", attr_f(0.3f)}});
+  int n1 = add_bn(b, g1, 4, 10);
+  int g2 = b.node("Gemm", {n1, b.constant("B2", random_tensor({4, 6}, 3)), b.constant("C2", random_tensor({3, 1}, 4))},
+                  {{"beta", attr_f(2.f)}});
+  int n2 = add_bn(b, g2, 6, 20);
+  int m = b.node("MatMul", {n2, b.constant("W", random_tensor({6, 2}, 5))});
+  b.output(add_bn(b, m, 2, 30));
+  auto p = make_fold_batchnorm();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"Gemm", "Gemm", "Gemm"}));
+}
+
+// ------------------------------------------------------------------ fuse_matmul_add
+
+TEST(PassFuseMatmulAdd, BiasEitherSide) {
+  Builder b;
+  int x = b.input("x", {3, 5});
+  int m1 = b.node("MatMul", {x, b.constant("W1", random_tensor({5, 4}, 1))});
+  int a1 = b.node("Add", {m1, b.constant("b1", random_tensor({4}, 2))});
+  int m2 = b.node("MatMul", {a1, b.constant("W2", random_tensor({4, 6}, 3))});
+  b.output(b.node("Add", {b.constant("b2", random_tensor({1, 6}, 4)), m2}));
+  auto p = make_fuse_matmul_add();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"Gemm", "Gemm"}));
+}
+
+TEST(PassFuseMatmulAdd, LeavesWhatGemmCannotDo) {
+  Builder b;
+  int x = b.input("x", {2, 3, 5});
+  int m1 = b.node("MatMul", {x, b.constant("W1", random_tensor({5, 4}, 1))});  // 3-D input
+  b.output(b.node("Add", {m1, b.constant("b1", random_tensor({4}, 2))}));
+  int y = b.input("y", {3, 5});
+  int m2 = b.node("MatMul", {y, b.constant("W2", random_tensor({5, 4}, 3))});
+  b.output(b.node("Add", {m2, b.constant("b2", random_tensor({2, 3, 4}, 4))}));  // bias grows the rank
+  int m3 = b.node("MatMul", {y, b.constant("W3", random_tensor({5, 4}, 5))});
+  b.output(m3);  // the MatMul output is a graph output
+  b.output(b.node("Add", {m3, b.constant("b3", random_tensor({4}, 6))}));
+  auto p = make_fuse_matmul_add();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(count_op(b.g, "Gemm"), 0);
+}
+
+// ------------------------------------------------------------------ fuse_conv_activation
+
+struct ActCase {
+  std::string op;
+  std::map<std::string, Attribute> attrs;
+};
+
+TEST(PassFuseConvActivation, EachActivation) {
+  std::vector<ActCase> cases = {{"Relu", {}},
+                                {"LeakyRelu", {{"alpha", attr_f(0.2f)}}},
+                                {"Sigmoid", {}},
+                                {"HardSigmoid", {{"alpha", attr_f(0.3f)}, {"beta", attr_f(0.4f)}}},
+                                {"HardSwish", {}},
+                                {"Tanh", {}},
+                                {"Elu", {{"alpha", attr_f(0.8f)}}},
+                                {"Clip", {}}};
+  for (const ActCase& ac : cases) {
+    SCOPED_TRACE(ac.op);
+    Builder b;
+    int x = b.input("x", {2, 3, 5, 5});
+    int c = b.node("Conv", {x, b.constant("W", random_tensor({4, 3, 3, 3}, 1)), b.constant("B", random_tensor({4}, 2))},
+                   {{"strides", attr_ints({2, 2})}});
+    std::vector<int> ins = {c};
+    if (ac.op == "Clip") {
+      ins.push_back(b.constant("lo", f32s({}, {-0.2f})));
+      ins.push_back(b.constant("hi", f32s({}, {0.3f})));
+    }
+    b.output(b.node(ac.op, ins, ac.attrs));
+    auto p = make_fuse_conv_activation();
+    run_and_compare(b.g, *p);
+    ASSERT_EQ(ops_of(b.g), std::vector<std::string>{"FusedConv"});
+    const Node& f = b.g.nodes[0];
+    EXPECT_EQ(f.domain, "com.infera");
+    EXPECT_EQ(f.attr_string("activation", ""), ac.op);
+    EXPECT_EQ(f.attr_ints("strides"), (std::vector<int64_t>{2, 2}));
+  }
+}
+
+TEST(PassFuseConvActivation, ResidualAddAndOldClip) {
+  Builder b(10);
+  int x = b.input("x", {1, 4, 5, 5});
+  int c1 = b.node("Conv", {x, b.constant("W1", random_tensor({4, 4, 3, 3}, 1))}, {{"pads", attr_ints({1, 1, 1, 1})}});
+  int a = b.node("Add", {x, c1});
+  int r = b.node("Clip", {a}, {{"min", attr_f(0.f)}, {"max", attr_f(0.5f)}});
+  int c2 = b.node("Conv", {r, b.constant("W2", random_tensor({4, 4, 1, 1}, 2))});
+  b.output(b.node("Add", {c2, r}));  // residual with no activation
+  auto p = make_fuse_conv_activation();
+  run_and_compare(b.g, *p);
+  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"FusedConv", "FusedConv"}));
+  EXPECT_EQ(b.g.nodes[0].inputs.size(), 4u);
+  EXPECT_EQ(b.g.nodes[0].inputs[3], b.g.find_value("x"));
+  EXPECT_EQ(b.g.nodes[0].attr_string("activation", "?"), "Clip");
+  EXPECT_EQ(b.g.nodes[1].attr_string("activation", "?"), "");
+}
+
+TEST(PassFuseConvActivation, GemmAndRefusals) {
+  Builder b;
+  int x = b.input("x", {3, 5});
+  int g1 = b.node("Gemm", {x, b.constant("B", random_tensor({5, 4}, 1)), b.constant("C", random_tensor({4}, 2))});
+  b.output(b.node("Sigmoid", {g1}));
+  int y = b.input("y", {1, 3, 4, 4});
+  int c1 = b.node("Conv", {y, b.constant("W1", random_tensor({2, 3, 1, 1}, 3))});
+  b.output(c1);  // a graph output cannot disappear into a fused node
+  b.output(b.node("Relu", {c1}));
+  int c2 = b.node("Conv", {y, b.constant("W2", random_tensor({2, 3, 1, 1}, 4))});
+  int a2 = b.node("Add", {c2, b.constant("bias", random_tensor({1, 2, 1, 1}, 5))});  // broadcast, not residual
+  b.output(b.node("Relu", {a2}));
+  auto p = make_fuse_conv_activation();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(count_op(b.g, "FusedGemm"), 1);
+  EXPECT_EQ(count_op(b.g, "FusedConv"), 0);
+  EXPECT_EQ(count_op(b.g, "Conv"), 2);
+}
+
+// ------------------------------------------------------------------ pipeline
+
+TEST(PassPipeline, SmallCnn) {
+  Builder b;
+  int x = b.input("x", {2, 3, 8, 8});
+  int c = b.node("Conv", {x, b.constant("W", random_tensor({4, 3, 3, 3}, 1))},
+                 {{"pads", attr_ints({1, 1, 1, 1})}, {"strides", attr_ints({2, 2})}});
+  int n = add_bn(b, c, 4, 10);
+  int r = b.node("Relu", {n});
+  int id = b.node("Identity", {r});
+  int s = b.node("Shape", {id});
+  int d0 = b.node("Gather", {s, b.constant("idx", i64s({1}, {0}))}, {{"axis", attr_i(0)}});
+  int shp = b.node("Concat", {d0, b.constant("minus1", i64s({1}, {-1}))}, {{"axis", attr_i(0)}});
+  int flat = b.node("Reshape", {id, shp});
+  int m = b.node("MatMul", {flat, b.constant("Wfc", random_tensor({64, 5}, 2))});
+  int a = b.node("Add", {m, b.constant("bfc", random_tensor({5}, 3))});
+  b.output(b.node("Relu", {a}));
+  size_t original = b.g.nodes.size();
+  ASSERT_TRUE(prepare(b.g).is_ok());
+  auto feeds = random_feeds(b.g, 1);
+  auto before = eval_graph(b.g, feeds);
+  ASSERT_TRUE(before.is_ok()) << before.message();
+  std::vector<PassReport> reports;
+  Status st = run_passes(b.g, default_passes(), &reports);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"FusedConv", "Reshape", "FusedGemm"}));
+  ASSERT_EQ(reports.size(), 7u);
+  EXPECT_EQ(reports.front().name, "eliminate_identity");
+  EXPECT_EQ(reports.front().nodes_before, original);
+  EXPECT_EQ(reports.back().nodes_after, 3u);
+  for (size_t i = 1; i < reports.size(); ++i) EXPECT_EQ(reports[i].nodes_before, reports[i - 1].nodes_after);
+  auto after = eval_graph(b.g, feeds);
+  ASSERT_TRUE(after.is_ok()) << after.message();
+  EXPECT_LT(normalized_error(after.value()[0], before.value()[0]), 1e-5);
+}
+
+class FailingPass : public Pass {
+ public:
+  const char* name() const override { return "failing"; }
+  Status run(Graph&) override { return Status::error("boom"); }
+};
+
+TEST(PassPipeline, StopsAtFirstError) {
+  Builder b;
+  b.output(b.node("Relu", {b.input("x", {2})}));
+  ASSERT_TRUE(prepare(b.g).is_ok());
+  std::vector<std::unique_ptr<Pass>> passes;
+  passes.push_back(make_eliminate_dead_nodes());
+  passes.push_back(std::make_unique<FailingPass>());
+  passes.push_back(make_eliminate_dead_nodes());
+  std::vector<PassReport> reports;
+  Status s = run_passes(b.g, passes, &reports);
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("failing"), std::string::npos);
+  EXPECT_NE(s.message().find("boom"), std::string::npos);
+  EXPECT_EQ(reports.size(), 1u);
+}
+
+}  // namespace
+}  // namespace infera::test

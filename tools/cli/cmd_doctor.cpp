@@ -1,0 +1,70 @@
+// infera doctor: the production checklist for this machine (CPU, ISA, oneDNN, memory, GPU).
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "backends/cpu/backend.h"
+#include "cli.h"
+
+namespace infera::cli {
+
+static std::string cpuinfo_field(const std::string& key) {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(key, 0) == 0) {
+      size_t c = line.find(':');
+      return c == std::string::npos ? "" : line.substr(c + 2);
+    }
+  return "";
+}
+
+static long long meminfo_kb(const std::string& key) {
+  std::ifstream f("/proc/meminfo");
+  std::string k;
+  long long v;
+  std::string unit;
+  while (f >> k >> v >> unit)
+    if (k == key + ":") return v;
+  return -1;
+}
+
+int cmd_doctor(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {}, {"--quiet"});
+  if (!a.usage_error.empty()) return usage(a.usage_error);
+  if (!a.positional.empty()) return usage("doctor takes no arguments");
+  utsname u{};
+  uname(&u);
+  printf("infera 0.1.0 (CPU build; GPU backend: off)\n");
+  printf("os         %s %s %s\n", u.sysname, u.release, u.machine);
+  std::string model = cpuinfo_field("model name");
+  printf("cpu        %s\n", model.empty() ? "unknown" : model.c_str());
+  printf("cores      %u logical (hardware_concurrency), %ld online\n", std::thread::hardware_concurrency(),
+         sysconf(_SC_NPROCESSORS_ONLN));
+  std::set<std::string> flags;
+  {
+    std::stringstream ss(cpuinfo_field("flags"));
+    std::string f;
+    while (ss >> f) flags.insert(f);
+  }
+  printf("isa       ");
+  for (const char* f : {"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx_vnni",
+                        "amx_tile", "amx_int8", "amx_bf16"})
+    printf(" %s=%s", f, flags.count(f) ? "yes" : "no");
+  printf("\n");
+  int numa = 0;
+  for (int i = 0; i < 64; ++i)
+    if (access(("/sys/devices/system/node/node" + std::to_string(i)).c_str(), F_OK) == 0) ++numa;
+  printf("numa       %d node(s)\n", numa);
+  long long total = meminfo_kb("MemTotal"), avail = meminfo_kb("MemAvailable");
+  printf("memory     %.1f GiB total, %.1f GiB available\n", total / 1048576.0, avail / 1048576.0);
+  printf("%s\n", dnnl_describe().c_str());
+  printf("gpu        none: this build has no GPU backend (configure with -DINFERA_GPU=cuda or hip)\n");
+  return kExitOk;
+}
+
+}  // namespace infera::cli
