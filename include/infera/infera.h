@@ -76,6 +76,7 @@ enum class DataType : int {
 size_t dtype_size(DataType t);        // 0 for kUndefined/kString
 const char* dtype_name(DataType t);   // "float32", "int64", ...
 bool dtype_supported(DataType t);     // has a byte size and kernels may see it
+size_t host_memory_bytes();           // physical memory: no single allocation may exceed it
 
 // ---------------------------------------------------------------- Tensor
 // A dense row-major host tensor that owns (or shares) 64-byte-aligned storage.

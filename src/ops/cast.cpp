@@ -22,6 +22,8 @@ float float_of(uint32_t x) {
   return f;
 }
 
+}  // namespace
+
 uint16_t float_to_half(float f) {
   const uint32_t x = bits_of(f);
   const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
@@ -47,6 +49,8 @@ float half_to_float(uint16_t h) {
   return float_of(sign | ((e - 15 + 127) << 23) | (m << 13));
 }
 
+namespace {
+
 // double -> float rounding to odd, so that a second rounding to half is still correct.
 float double_to_float_odd(double d) {
   float f = static_cast<float>(d);
@@ -58,12 +62,16 @@ float double_to_float_odd(double d) {
   return f;
 }
 
+}  // namespace
+
 uint16_t float_to_bfloat16(float f) {
   const uint32_t x = bits_of(f);
   if ((x & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((x >> 16) | 0x40);  // quiet NaN
   return static_cast<uint16_t>((x + 0x7fff + ((x >> 16) & 1)) >> 16);
 }
 float bfloat16_to_float(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
+
+namespace {
 
 template <class D, class S>
 D convert(S s) {

@@ -477,6 +477,63 @@ void conv_forward(const T* x, const T* w, const T* b, T* y, const std::vector<in
   (void)yd;
 }
 
+// Depthwise-style conv (one input channel per group): direct loops, a row of outputs at a
+// time so the inner loop runs over contiguous (stride 1) or strided input.
+template <class T>
+void conv_depthwise(const T* x, const T* w, const T* b, T* y, const std::vector<int64_t>& xd,
+                    const std::vector<int64_t>& wd, const Geom3& g, int64_t group, const Epilogue& ep,
+                    int num_threads) {
+  const int64_t N = xd[0], C = xd[1], M = wd[0], mg = M / group;
+  const int64_t K = g.k_size(), in_hw = g.in_size(), out_hw = g.out_size();
+  const T* z = static_cast<const T*>(ep.z);
+  // Valid output range [lo, hi) along W for each kw.
+  std::vector<int64_t> lo(g.k[2]), hi(g.k[2]);
+  for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+    const int64_t off = kw * g.d[2] - g.pb[2];  // iw = ow*s + off
+    lo[kw] = off >= 0 ? 0 : (-off + g.s[2] - 1) / g.s[2];
+    hi[kw] = g.in[2] - 1 - off < 0 ? 0 : std::min(g.out[2], (g.in[2] - 1 - off) / g.s[2] + 1);
+    if (hi[kw] < lo[kw]) hi[kw] = lo[kw];
+  }
+  parallel_for(N * M, num_threads, [&](int64_t begin, int64_t end) {
+    for (int64_t it = begin; it < end; ++it) {
+      const int64_t n = it / M, co = it % M, ci = co / mg;
+      const T* xc = x + (n * C + ci) * in_hw;
+      const T* wc = w + co * K;
+      T* yc = y + it * out_hw;
+      std::fill_n(yc, out_hw, b ? b[co] : T(0));
+      for (int64_t od = 0; od < g.out[0]; ++od)
+        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+          T* yr = yc + (od * g.out[1] + oh) * g.out[2];
+          for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+            const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+            if (id < 0 || id >= g.in[0]) continue;
+            for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+              const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+              if (ih < 0 || ih >= g.in[1]) continue;
+              const T* xr = xc + (id * g.in[1] + ih) * g.in[2];
+              for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                const T wv = wc[(kd * g.k[1] + kh) * g.k[2] + kw];
+                const int64_t off = kw * g.d[2] - g.pb[2];
+                if (g.s[2] == 1) {
+                  const T* xs = xr + off;
+#pragma omp simd
+                  for (int64_t ow = lo[kw]; ow < hi[kw]; ++ow) yr[ow] += wv * xs[ow];
+                } else {
+                  for (int64_t ow = lo[kw]; ow < hi[kw]; ++ow) yr[ow] += wv * xr[ow * g.s[2] + off];
+                }
+              }
+            }
+          }
+        }
+      if (z)
+        for (int64_t j = 0; j < out_hw; ++j) yc[j] += z[it * out_hw + j];
+      if constexpr (std::is_same_v<T, float>) {
+        if (!ep.activation.empty()) apply_activation(ep.act, ep.alpha, ep.beta, yc, out_hw);
+      }
+    }
+  });
+}
+
 // Y[n, m, ...] = bias[m] + sum over c, kernel taps of W[c, m', k] X[n, c, i] scattered at
 // o = i*s - pb + k*d. Each (n, output channel) is owned by one thread.
 template <class T>
@@ -589,8 +646,12 @@ class ConvKernel : public OpKernel {
     Geom3 g = make_geom(X.dims, yd, W.dims, attrs_, pads);
     bool ok = dispatch_float(X.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      conv_forward<T>(X.ptr<T>(), W.ptr<T>(), B ? B->ptr<T>() : nullptr, Y.ptr<T>(), X.dims, W.dims, yd, g,
-                      attrs_.group, ep, ctx.num_threads);
+      if (X.dims[1] == attrs_.group && attrs_.group > 1)
+        conv_depthwise<T>(X.ptr<T>(), W.ptr<T>(), B ? B->ptr<T>() : nullptr, Y.ptr<T>(), X.dims, W.dims, g,
+                          attrs_.group, ep, ctx.num_threads);
+      else
+        conv_forward<T>(X.ptr<T>(), W.ptr<T>(), B ? B->ptr<T>() : nullptr, Y.ptr<T>(), X.dims, W.dims, yd, g,
+                        attrs_.group, ep, ctx.num_threads);
     });
     if (!ok) return ctx.error("unsupported dtype %s", dtype_name(X.dtype));
     return Status::ok();

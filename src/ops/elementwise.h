@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <type_traits>
 #include <string>
 #include <vector>
@@ -28,6 +29,19 @@ void apply_activation(Activation act, float alpha, float beta, float* data, int6
 void register_elementwise_unary_ops(OpRegistry& r);
 void register_elementwise_binary_ops(OpRegistry& r);
 void register_cast_ops(OpRegistry& r);
+
+// ---------------------------------------------------------------- float16 / bfloat16
+// IEEE half and bfloat16 <-> float, round to nearest even (defined in cast.cpp).
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+float bfloat16_to_float(uint16_t b);
+uint16_t float_to_bfloat16(float f);
+inline bool is_narrow_float(DataType dt) { return dt == DataType::kFloat16 || dt == DataType::kBFloat16; }
+
+// Runs body on ctx's inputs (nullptr where left out) and output 0, with float16/bfloat16 tensors
+// replaced by float32 copies (the output converted back after): kernels are written for float/double.
+using Float32Body = std::function<Status(const std::vector<const TensorRef*>& ins, TensorRef& out)>;
+Status run_in_float32(ComputeContext& ctx, const Float32Body& body);
 
 // ---------------------------------------------------------------- conversions
 // Float -> integer as numpy does on x86 (truncate; NaN and values beyond int64 give INT64_MIN,

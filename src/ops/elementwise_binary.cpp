@@ -19,7 +19,8 @@ bool is_comparison(BinaryOp op) {
 }
 bool is_logic(BinaryOp op) { return op == BinaryOp::kAnd || op == BinaryOp::kOr || op == BinaryOp::kXor; }
 
-bool in_set(DataType dt, TypeSet s) { return dispatch(dt, s, [](auto) {}); }
+// float16/bfloat16 are accepted wherever floats are: computed in float32 (run_in_float32).
+bool in_set(DataType dt, TypeSet s) { return is_narrow_float(dt) || dispatch(dt, s, [](auto) {}); }
 
 template <class T> inline T max_nan(T a, T b) { return (a >= b || a != a) ? a : b; }  // NaN wins, as numpy
 template <class T> inline T min_nan(T a, T b) { return (a <= b || a != a) ? a : b; }
@@ -132,9 +133,13 @@ class BinaryKernel : public OpKernel {
   }
 
   Status compute(ComputeContext& ctx) const override {
-    const TensorRef& a = ctx.in(0);
-    const TensorRef& b = ctx.in(1);
-    TensorRef& o = ctx.out(0);
+    return run_in_float32(ctx, [&](const std::vector<const TensorRef*>& ins, TensorRef& o) {
+      return run(ctx, *ins[0], *ins[1], o);
+    });
+  }
+
+ private:
+  Status run(ComputeContext& ctx, const TensorRef& a, const TensorRef& b, TensorRef& o) const {
     std::vector<int64_t> dims;
     if (!broadcast_dims(a.dims, b.dims, dims) || dims != o.dims ||
         (op_ == BinaryOp::kPRelu && dims != a.dims))
@@ -205,7 +210,6 @@ class BinaryKernel : public OpKernel {
     return Status::ok();
   }
 
- private:
   // Output has the base's dtype; the exponent (any numeric dtype) is read as double.
   Status compute_pow(ComputeContext& ctx, const TensorRef& a, const TensorRef& b, TensorRef& o) const {
     std::vector<double> eb;
@@ -283,12 +287,20 @@ class VariadicKernel : public OpKernel {
   }
 
   Status compute(ComputeContext& ctx) const override {
-    const size_t k = ctx.num_inputs();
-    TensorRef& o = ctx.out(0);
-    std::vector<int64_t> dims = ctx.in(0).dims;
+    return run_in_float32(ctx, [&](const std::vector<const TensorRef*>& ins, TensorRef& o) {
+      for (const TensorRef* t : ins)
+        if (!t) return ctx.error("an input is missing");
+      return run(ctx, ins, o);
+    });
+  }
+
+ private:
+  Status run(ComputeContext& ctx, const std::vector<const TensorRef*>& ins, TensorRef& o) const {
+    const size_t k = ins.size();
+    std::vector<int64_t> dims = ins[0]->dims;
     for (size_t i = 1; i < k; ++i) {
       std::vector<int64_t> next;
-      if (!broadcast_dims(dims, ctx.in(i).dims, next)) return ctx.error("input %zu does not broadcast", i);
+      if (!broadcast_dims(dims, ins[i]->dims, next)) return ctx.error("input %zu does not broadcast", i);
       dims = std::move(next);
     }
     if (dims != o.dims) return ctx.error("input shapes do not broadcast to the output shape");
@@ -308,12 +320,12 @@ class VariadicKernel : public OpKernel {
             });
         }
       };
-      const TensorRef& first = ctx.in(0);
+      const TensorRef& first = *ins[0];
       if (k == 1) {
         std::copy_n(first.ptr<T>(), o.numel(), po);
       } else {
-        step(first.ptr<T>(), first.dims, ctx.in(1));
-        for (size_t i = 2; i < k; ++i) step(po, o.dims, ctx.in(i));  // accumulates in place
+        step(first.ptr<T>(), first.dims, *ins[1]);
+        for (size_t i = 2; i < k; ++i) step(po, o.dims, *ins[i]);  // accumulates in place
       }
       if constexpr (std::is_floating_point_v<T>) {
         if (op_ == VariadicOp::kMean && k > 1) {
@@ -327,7 +339,6 @@ class VariadicKernel : public OpKernel {
     return Status::ok();
   }
 
- private:
   VariadicOp op_;
 };
 

@@ -53,8 +53,9 @@ const char* set_name(TypeSet s) {
   }
 }
 
+// float16/bfloat16 are accepted wherever floats are: computed in float32 (run_in_float32).
 bool in_set(DataType dt, TypeSet s) {
-  return dispatch(dt, s, [](auto) {});
+  return is_narrow_float(dt) || dispatch(dt, s, [](auto) {});
 }
 
 // ---------------------------------------------------------------- UnaryKernel
@@ -118,17 +119,18 @@ class UnaryKernel : public OpKernel {
   }
 
   Status compute(ComputeContext& ctx) const override {
-    const TensorRef& x = ctx.in(0);
-    TensorRef& y = ctx.out(0);
-    if (y.dims != x.dims) return ctx.error("output shape does not match input shape");
-    const int64_t n = x.numel();
-    const int nt = ctx.num_threads;
-    bool ok = dispatch(x.dtype, TypeSet::kAll, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      run<T>(x.ptr<T>(), y.data, n, nt);
+    return run_in_float32(ctx, [&](const std::vector<const TensorRef*>& ins, TensorRef& y) {
+      const TensorRef& x = *ins[0];
+      if (y.dims != x.dims) return ctx.error("output shape does not match input shape");
+      const int64_t n = x.numel();
+      const int nt = ctx.num_threads;
+      bool ok = dispatch(x.dtype, TypeSet::kAll, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        run<T>(x.ptr<T>(), y.data, n, nt);
+      });
+      if (!ok) return ctx.error("unsupported input dtype %s", dtype_name(x.dtype));
+      return Status::ok();
     });
-    if (!ok) return ctx.error("unsupported input dtype %s", dtype_name(x.dtype));
-    return Status::ok();
   }
 
  private:
@@ -257,8 +259,14 @@ class ClipKernel : public OpKernel {
   }
 
   Status compute(ComputeContext& ctx) const override {
-    const TensorRef& x = ctx.in(0);
-    TensorRef& y = ctx.out(0);
+    return run_in_float32(ctx, [&](const std::vector<const TensorRef*>& ins, TensorRef& y) {
+      return run(ctx, ins, y);
+    });
+  }
+
+ private:
+  Status run(ComputeContext& ctx, const std::vector<const TensorRef*>& ins, TensorRef& y) const {
+    const TensorRef& x = *ins[0];
     if (y.dims != x.dims) return ctx.error("output shape does not match input shape");
     const int64_t n = x.numel();
     Status st = Status::ok();
@@ -272,8 +280,8 @@ class ClipKernel : public OpKernel {
         }
       } else {
         for (size_t i = 1; i < 3; ++i) {
-          if (!ctx.has_input(i)) continue;
-          const TensorRef& b = ctx.in(i);
+          if (i >= ins.size() || !ins[i]) continue;
+          const TensorRef& b = *ins[i];
           if (b.dtype != x.dtype || b.numel() != 1) {
             st = ctx.error("input %zu must be a scalar of dtype %s", i, dtype_name(x.dtype));
             return;
@@ -287,7 +295,6 @@ class ClipKernel : public OpKernel {
     return st;
   }
 
- private:
   int64_t opset_;
   float min_attr_, max_attr_;
 };

@@ -62,6 +62,15 @@ struct ReduceLayout {
     }
     const int nr = static_cast<int>(red_sizes.size());
     const int64_t inner = red_sizes[nr - 1], inner_stride = red_strides[nr - 1];
+    if (nr == 1) {
+      const T* p = x + base;
+      if (inner_stride == 1) {
+        for (int64_t j = 0; j < inner; ++j) f(p[j]);
+      } else {
+        for (int64_t j = 0; j < inner; ++j) f(p[j * inner_stride]);
+      }
+      return;
+    }
     std::vector<int64_t> idx(nr, 0);
     int64_t outer_n = red_n / std::max<int64_t>(inner, 1);
     for (int64_t c = 0; c < outer_n; ++c) {

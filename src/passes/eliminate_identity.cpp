@@ -10,12 +10,16 @@ namespace {
 
 using namespace rewrite;
 
-// Dropout is the identity unless training_mode (opset >= 12) is true or not known before running.
+// Dropout is the identity unless training_mode (opset >= 12) is true with a ratio that is not a
+// constant 0, or training_mode is not known before running.
 bool dropout_is_identity(const Graph& g, const Node& n) {
   if (g.opset < 12 || n.inputs.size() < 3 || n.inputs[2] < 0) return true;
   const Tensor* t = constant_of(g, n.inputs[2]);
   if (!t || t->numel() != 1 || dtype_size(t->dtype()) != 1) return false;
-  return *static_cast<const uint8_t*>(t->data()) == 0;
+  if (*static_cast<const uint8_t*>(t->data()) == 0) return true;
+  std::vector<double> ratio;
+  const Tensor* r = constant_of(g, n.inputs[1]);
+  return r && r->numel() == 1 && read_floats(*r, ratio) && ratio[0] == 0.0;
 }
 
 // Replaces a used Dropout mask (all true in inference) by a constant; false if it cannot.

@@ -1,6 +1,6 @@
 // fuse_conv_activation: Conv [+ Add(same-shape residual Z)] [+ activation] -> com.infera.FusedConv
 // (inputs X, W, B|-1, Z|-1), and Gemm + activation -> com.infera.FusedGemm. Assumes each fused
-// intermediate has one reader and is no graph output; Clip bounds must be constants.
+// intermediate has one reader and is no graph output; float32 only; Clip bounds must be constants.
 #include <limits>
 
 #include "passes/passes.h"
@@ -103,7 +103,7 @@ class FuseConvActivation : public Pass {
     int y = h.outputs[0];
     if (y < 0 || h.outputs.size() != 1) return;
     DataType dt = g.values[y].dtype;
-    if (dt != DataType::kFloat32 && dt != DataType::kFloat64) return;
+    if (dt != DataType::kFloat32) return;  // the fused kernels apply activations to float32 only
     std::vector<int> fused = {head};
     int tail = y, z = -1;
     int next = sole_consumer(g, cons_, tail);

@@ -248,6 +248,9 @@ Result<std::unique_ptr<Plan>> make_plan(const Graph& g, const std::vector<std::u
   size_t naive = 0;
   for (size_t v = 0; v < nv; ++v) naive += (size[v] + 63) / 64 * 64;
   size_t arena = plan_memory(size, first, last, p->offsets);
+  if (arena > host_memory_bytes())
+    return Status::error("the plan needs " + std::to_string(arena >> 20) + " MiB of activations, more than this " +
+                         "machine's " + std::to_string(host_memory_bytes() >> 20) + " MiB; use a smaller batch");
   void* mem = std::aligned_alloc(64, std::max<size_t>(64, (arena + 63) / 64 * 64));
   if (!mem) return Status::error("out of memory allocating a " + std::to_string(arena) + "-byte arena");
   p->arena = std::shared_ptr<void>(mem, [](void* q) { std::free(q); });

@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -37,6 +39,14 @@ const char* dtype_name(DataType t) {
 
 bool dtype_supported(DataType t) { return dtype_size(t) != 0; }
 
+size_t host_memory_bytes() {
+  static const size_t total = [] {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : size_t(1) << 34;
+  }();
+  return total;
+}
+
 int64_t Tensor::numel() const {
   int64_t n = 1;
   for (int64_t d : dims_) n *= d;
@@ -53,6 +63,9 @@ Result<Tensor> Tensor::make(DataType dtype, std::vector<int64_t> dims) {
     n *= d;
   }
   size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
+  if (bytes > host_memory_bytes())
+    return Status::error("tensor of " + std::to_string(bytes) + " bytes exceeds this machine's memory (" +
+                         std::to_string(host_memory_bytes()) + " bytes)");
   size_t alloc = (bytes + 63) / 64 * 64;
   if (alloc == 0) alloc = 64;
   void* p = std::aligned_alloc(64, alloc);

@@ -7,15 +7,17 @@ Run with Debian's Python (torch 1.13, torchvision 0.14):
     /usr/bin/python3 tests/models/export_models.py --list
 
 Every model gets torch.manual_seed(0), weights=None, BatchNorm statistics calibrated on a seeded
-random batch (see calibrate_batchnorm; --plain-init turns it off), eval mode, and is exported with input "input",
-output "output" and a symbolic batch dim "batch" on both. A model whose .onnx already exists in --out
-is skipped (use --force to re-export). Files are written to a temporary name and renamed, so an
-interrupted export never leaves a half file that a later run would skip.
+random batch (see calibrate_batchnorm; --plain-init turns it off), eval mode, and is exported with
+input "input", output "output" and a symbolic batch dim "batch" on both. A model already in --out is
+skipped if its <name>.onnx.stamp matches this script's text, the torch version and the options
+(--force re-exports). Files are written to a temporary name and renamed, so an interrupted export
+never leaves a half file that a later run would skip.
 
 Opset 13 for all: at opset 17 torch exports nn.LayerNorm (ConvNeXt) as LayerNormalization, which is
 not in infera's op list; at 13 it becomes ReduceMean/Sub/Pow/Sqrt/Div.
 """
 import argparse
+import hashlib
 import os
 import sys
 import time
@@ -90,6 +92,15 @@ def export_one(name, path, opset, size, plain_init=False):
     os.replace(tmp, path)
 
 
+def stamp_of(name, args):
+    """Identifies an export: this script's text, torch/torchvision versions and the options used."""
+    with open(os.path.abspath(__file__), "rb") as f:
+        h = hashlib.sha256(f.read())
+    h.update(repr((name, torch.__version__, torchvision.__version__, args.opset, args.size,
+                   args.plain_init)).encode())
+    return h.hexdigest()[:16]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="models", help="output folder (default: models)")
@@ -121,9 +132,16 @@ def main():
     t_all = time.time()
     for name in names:
         path = os.path.join(args.out, name + ".onnx")
+        stamp_path, stamp = path + ".stamp", stamp_of(name, args)
         if os.path.exists(path) and not args.force:
-            print("%-20s present, skipped (%s)" % (name, path), flush=True)
-            continue
+            try:
+                with open(stamp_path) as f:
+                    same = f.read().strip() == stamp
+            except OSError:
+                same = False
+            if same:
+                print("%-20s present, skipped (%s)" % (name, path), flush=True)
+                continue
         t0 = time.time()
         try:
             export_one(name, path, args.opset, args.size, args.plain_init)
@@ -131,6 +149,8 @@ def main():
             failed.append(name)
             sys.stderr.write("%s: export failed: %s\n" % (name, str(e).splitlines()[0] if str(e) else type(e).__name__))
             continue
+        with open(stamp_path, "w") as f:
+            f.write(stamp + "\n")
         print("%-20s exported in %5.1f s -> %s (%.1f MB)"
               % (name, time.time() - t0, path, os.path.getsize(path) / 1e6), flush=True)
     print("total %.1f s; %d exported or present, %d failed"

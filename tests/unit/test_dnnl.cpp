@@ -27,9 +27,14 @@ struct Buffer {
   TensorRef ref;
 };
 
-// Runs the case through dnnl_query/dnnl_create with every 4-D slot the backend accepts in
-// the blocked layout when `blocked`. Returns the plain outputs; `declined` when not taken.
-Result<std::vector<Tensor>> run_dnnl(const Case& c, bool blocked, bool* declined = nullptr) {
+// Layout modes: every slot plain, every 4-D slot the backend accepts blocked, only inputs
+// blocked, only outputs blocked.
+enum Mode { kPlain, kBlocked, kBlockedIn, kBlockedOut };
+const char* kModeNames[] = {" [plain]", " [blocked]", " [blocked in]", " [blocked out]"};
+
+// Runs the case through dnnl_query/dnnl_create in the layouts of `mode`. Returns the plain
+// outputs; `declined` when not taken. alias: output 0 shares input slot `alias`'s buffer.
+Result<std::vector<Tensor>> run_dnnl(const Case& c, Mode mode, bool* declined = nullptr, int alias = -1) {
   Node n;
   n.name = "dnnl_" + c.op;
   n.op_type = c.op;
@@ -69,10 +74,12 @@ Result<std::vector<Tensor>> run_dnnl(const Case& c, bool blocked, bool* declined
   AccelSupport sup = dnnl_query(req);
   if (declined) *declined = !sup.supported;
   if (!sup.supported) return std::vector<Tensor>{};
+  const bool bin = mode == kBlocked || mode == kBlockedIn, bout = mode == kBlocked || mode == kBlockedOut;
   for (size_t i = 0; i < in_ptrs.size(); ++i)
-    req.input_layouts.push_back(blocked && sup.input_blocked_ok[i] ? Layout::kBlocked : Layout::kPlain);
+    req.input_layouts.push_back(bin && sup.input_blocked_ok[i] ? Layout::kBlocked : Layout::kPlain);
   for (size_t i = 0; i < out_ptrs.size(); ++i)
-    req.output_layouts.push_back(blocked && sup.output_blocked_ok[i] ? Layout::kBlocked : Layout::kPlain);
+    req.output_layouts.push_back(bout && sup.output_blocked_ok[i] ? Layout::kBlocked : Layout::kPlain);
+  if (alias >= 0) req.output_layouts[0] = req.input_layouts[alias];
   auto kern = dnnl_create(req);
   if (!kern.is_ok()) return kern.status();
   if (!kern.value()) {
@@ -117,11 +124,13 @@ Result<std::vector<Tensor>> run_dnnl(const Case& c, bool blocked, bool* declined
     outs[i] = make_buffer(out_ptrs[i]->shape.concrete(), req.output_layouts[i]);
     op.push_back(&outs[i].ref);
   }
+  if (alias >= 0) op[0] = &ins[alias].ref;  // in place: the input is consumed, so run once
   ComputeContext cctx(n, ip, op, 2);
-  for (int rep = 0; rep < 2; ++rep) {  // twice: a kernel runs many times
+  for (int rep = 0; rep < (alias >= 0 ? 1 : 2); ++rep) {  // twice: a kernel runs many times
     s = kern.value()->run(cctx);
     if (!s.is_ok()) return s;
   }
+  if (alias >= 0) outs[0] = ins[alias];
   std::vector<Tensor> result;
   for (size_t i = 0; i < out_ptrs.size(); ++i) {
     if (!out_ptrs[i]) {
@@ -141,18 +150,18 @@ Result<std::vector<Tensor>> run_dnnl(const Case& c, bool blocked, bool* declined
   return result;
 }
 
-// Reference vs oneDNN in both layouts; expects the backend to take the case.
-void check(const Case& c, const std::string& what, double tol = 1e-4) {
+// Reference vs oneDNN in every layout mode; expects the backend to take the case.
+void check(const Case& c, const std::string& what, double tol = 1e-4, int alias = -1) {
   auto ref = run_op(c.op, c.attrs, c.inputs, c.num_outputs, c.opset, c.const_inputs, c.domain);
   ASSERT_TRUE(ref.is_ok()) << what << ": reference: " << ref.message();
-  for (bool blocked : {false, true}) {
+  for (Mode mode : {kPlain, kBlocked, kBlockedIn, kBlockedOut}) {
     bool declined = false;
-    auto got = run_dnnl(c, blocked, &declined);
+    auto got = run_dnnl(c, mode, &declined, alias);
     ASSERT_TRUE(got.is_ok()) << what << ": dnnl: " << got.message();
     ASSERT_FALSE(declined) << what << ": declined";
     ASSERT_EQ(got.value().size(), ref.value().size()) << what;
     double err = normalized_error(got.value()[0], ref.value()[0]);
-    EXPECT_LT(err, tol) << what << (blocked ? " [blocked]" : " [plain]");
+    EXPECT_LT(err, tol) << what << kModeNames[mode] << (alias >= 0 ? " in place" : "");
   }
 }
 
@@ -264,6 +273,14 @@ TEST(DnnlConv, ResNetShapes) {
               random_tensor({64}, 3), random_tensor({1, 64, 14, 14}, 4)};
   c.const_inputs = {1, 2};
   check(c, "resnet 3x3");
+  check(c, "resnet 3x3", 1e-4, 3);  // Y in Z's buffer
+  c.inputs[0] = random_tensor({1, 64, 14, 14}, 8);
+  c.inputs[1] = random_tensor({256, 64, 1, 1}, 9, -0.1f, 0.1f);
+  c.inputs[2] = random_tensor({256}, 10);
+  c.inputs[3] = random_tensor({1, 256, 14, 14}, 11);
+  c.attrs = {{"activation", attr_s("Relu")}};
+  check(c, "resnet 1x1 expand");
+  check(c, "resnet 1x1 expand", 1e-4, 3);
   c.attrs = {{"strides", attr_ints({2, 2})}, {"pads", attr_ints({3, 3, 3, 3})}};
   c.inputs = {random_tensor({2, 3, 32, 32}, 5), random_tensor({64, 3, 7, 7}, 6, -0.1f, 0.1f), random_tensor({64}, 7)};
   check(c, "stem 7x7");
@@ -274,7 +291,7 @@ TEST(DnnlConv, DeclinesNonConstantWeights) {
   c.op = "Conv";
   c.inputs = {random_tensor({1, 4, 8, 8}, 1), random_tensor({4, 4, 3, 3}, 2)};
   bool declined = false;
-  auto r = run_dnnl(c, false, &declined);
+  auto r = run_dnnl(c, kPlain, &declined);
   ASSERT_TRUE(r.is_ok()) << r.message();
   EXPECT_TRUE(declined);
 }
@@ -355,7 +372,7 @@ TEST(DnnlPool, Random) {
     c.inputs = {random_tensor(x, 700 + it)};
     if (!run_op(c.op, c.attrs, c.inputs, 1, c.opset).is_ok()) continue;
     bool declined = false;
-    auto r = run_dnnl(c, false, &declined);
+    auto r = run_dnnl(c, kPlain, &declined);
     ASSERT_TRUE(r.is_ok()) << r.message();
     if (declined) continue;  // count_include_pad over ceil padding, windows wholly in padding
     ++taken;
@@ -377,7 +394,7 @@ TEST(DnnlPool, GlobalAndIndices) {
   c.inputs = {random_tensor({1, 3, 6, 6}, 4)};
   c.num_outputs = 2;
   bool declined = false;
-  auto r = run_dnnl(c, false, &declined);
+  auto r = run_dnnl(c, kPlain, &declined);
   ASSERT_TRUE(r.is_ok()) << r.message();
   EXPECT_TRUE(declined) << "MaxPool with Indices must be declined";
 }

@@ -485,3 +485,33 @@ TEST(ElementwiseActivation, MatchesKernels) {
 
 }  // namespace
 }  // namespace infera::test
+
+namespace infera::test {
+namespace {
+
+// float16/bfloat16 inputs are computed in float32 and rounded back.
+TEST(ElementwiseCast, NarrowFloatsComputedInFloat32) {
+  Tensor a = random_tensor({4, 6}, 31, -3, 3), b = random_tensor({6}, 32, -3, 3);
+  auto to = [](const Tensor& t, DataType dt) { return ok_run("Cast", {{"to", attr_i(int(dt))}}, {t})[0]; };
+  for (DataType dt : {DataType::kFloat16, DataType::kBFloat16}) {
+    Tensor ah = to(a, dt), bh = to(b, dt);
+    auto sum = ok_run("Add", {}, {ah, bh});
+    auto relu = ok_run("Relu", {}, {ah});
+    auto mx = ok_run("Max", {}, {ah, bh});
+    auto gt = ok_run("Greater", {}, {ah, bh});
+    ASSERT_EQ(sum[0].dtype(), dt);
+    ASSERT_EQ(gt[0].dtype(), DataType::kBool);
+    Tensor af = to(ah, DataType::kFloat32), bf = to(bh, DataType::kFloat32);
+    auto want_sum = to(ok_run("Add", {}, {af, bf})[0], dt);
+    auto want_relu = to(ok_run("Relu", {}, {af})[0], dt);
+    auto want_max = to(ok_run("Max", {}, {af, bf})[0], dt);
+    auto want_gt = ok_run("Greater", {}, {af, bf})[0];
+    EXPECT_EQ(std::memcmp(sum[0].data(), want_sum.data(), sum[0].nbytes()), 0);
+    EXPECT_EQ(std::memcmp(relu[0].data(), want_relu.data(), relu[0].nbytes()), 0);
+    EXPECT_EQ(std::memcmp(mx[0].data(), want_max.data(), mx[0].nbytes()), 0);
+    EXPECT_EQ(std::memcmp(gt[0].data(), want_gt.data(), gt[0].nbytes()), 0);
+  }
+}
+
+}  // namespace
+}  // namespace infera::test

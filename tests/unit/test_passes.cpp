@@ -185,13 +185,25 @@ TEST(PassEliminateIdentity, KeepsWhatItMust) {
   int r = b.node("Relu", {x});
   b.output(r);
   b.output(b.node("Identity", {r}));  // input is itself a graph output
-  b.output(b.node("Dropout", {x, b.constant("ratio", f32s({}, {0.5f})), b.constant("train", scalar_bool(true))}));
-  ASSERT_TRUE(prepare(b.g).is_ok());
+  int train = b.input("train", Shape::of({}), DataType::kBool);  // not known before running
+  b.output(b.node("Dropout", {x, b.constant("ratio", f32s({}, {0.5f})), train}));
+  Status s = prepare(b.g);
+  ASSERT_TRUE(s.is_ok()) << s.message();
   auto p = make_eliminate_identity();
   ASSERT_TRUE(p->run(b.g).is_ok());
   ASSERT_TRUE(prepare(b.g).is_ok());
   EXPECT_EQ(count_op(b.g, "Identity"), 2);
   EXPECT_EQ(count_op(b.g, "Dropout"), 1);
+}
+
+TEST(PassEliminateIdentity, TrainingDropoutWithZeroRatio) {
+  Builder b(13);
+  int x = b.input("x", {2, 3});
+  int d = b.node("Dropout", {x, b.constant("ratio", f32s({}, {0.f})), b.constant("train", scalar_bool(true))});
+  b.output(b.node("Relu", {d}));
+  auto p = make_eliminate_identity();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(ops_of(b.g), std::vector<std::string>{"Relu"});
 }
 
 // ------------------------------------------------------------------ fold_constants

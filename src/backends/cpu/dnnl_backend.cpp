@@ -150,8 +150,9 @@ memory DnnlKernel::own(const memory::desc& md, bool is_weight) {
   return m;
 }
 
-void DnnlKernel::add_step(const dnnl::primitive& p, std::unordered_map<int, memory> args, int skip_in, int skip_out) {
-  steps_.push_back({p, std::move(args), skip_in, skip_out});
+void DnnlKernel::add_step(const dnnl::primitive& p, std::unordered_map<int, memory> args, When when, int in,
+                          int out) {
+  steps_.push_back({p, std::move(args), when, in, out});
 }
 
 Status DnnlKernel::run(ComputeContext& ctx) {
@@ -170,7 +171,8 @@ Status DnnlKernel::run(ComputeContext& ctx) {
       b.mem.set_data_handle(p);
     }
     for (Step& s : steps_) {
-      if (s.skip_in >= 0 && ctx.in(s.skip_in).data == ctx.out(s.skip_out).data) continue;
+      if (s.when != When::kAlways && (ctx.in(s.in).data == ctx.out(s.out).data) != (s.when == When::kIfAliased))
+        continue;
       s.prim.execute(*stream_, s.args);
     }
     stream_->wait();

@@ -1,6 +1,7 @@
 // Conv and com.infera.FusedConv (X, W, B?, Z?; act(conv + B + Z)) through oneDNN convolution:
 // constant weights reordered once into the primitive's format, residual Z as a sum post-op
-// (copied into Y first unless Y already is Z's buffer), the activation as eltwise post-ops.
+// (in place when Y is Z's buffer; else a binary-add post-op or a copy into Y first), the
+// activation as eltwise post-ops.
 // 1-D convs run as 2-D with H = 1.
 #include "backends/cpu/dnnl_internal.h"
 #include "ops/conv.h"
@@ -90,12 +91,18 @@ std::unique_ptr<AccelKernel> conv_create(const AccelRequest& req) {
                                        : memory::desc();
   convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_auto, src_md, w_any, b_md, dst_md,
                               p.strides, p.dilates, p.pad_l, p.pad_r);
-  post_ops po;
-  if (p.has_z) po.append_sum(1.f);
-  append_eltwise_ops(po, p.act);
-  primitive_attr attr;
-  attr.set_post_ops(po);
-  convolution_forward::primitive_desc pd(d, attr, engine());
+  auto make_pd = [&](int residual, const memory::desc& z_md) {  // 0 none, 1 sum, 2 binary add
+    post_ops po;
+    if (residual == 1) po.append_sum(1.f);
+    if (residual == 2) po.append_binary(algorithm::binary_add, z_md);
+    append_eltwise_ops(po, p.act);
+    primitive_attr attr;
+    attr.set_post_ops(po);
+    return convolution_forward::primitive_desc(d, attr, engine());
+  };
+  const memory::desc z_md =
+      p.has_z ? md_of(p.y, req.inputs[3]->shape.rank() == 4 ? in_layout(req, 3) : Layout::kPlain) : memory::desc();
+  const convolution_forward::primitive_desc pd = make_pd(p.has_z ? 1 : 0, z_md);
 
   auto k = std::make_unique<DnnlKernel>(p.has_z || !p.act.empty() ? "dnnl fused conv" : "dnnl conv");
   k->set_impl(pd.impl_info_str());
@@ -105,14 +112,34 @@ std::unique_ptr<AccelKernel> conv_create(const AccelRequest& req) {
   memory w = reorder_owned(*k, w_user, pd.weights_desc());
   memory src = k->bind_input(0, pd.src_desc());
   memory dst = k->bind_output(0, pd.dst_desc());
-  if (p.has_z) {
-    const bool z4 = req.inputs[3]->shape.rank() == 4;
-    memory z = k->bind_input(3, md_of(p.y, z4 ? in_layout(req, 3) : Layout::kPlain));
-    k->add_step(reorder(z, dst), {{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, dst}}, 3, 0);
-  }
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
   if (p.has_bias) args[DNNL_ARG_BIAS] = k->bind_input(2, b_md);
-  k->add_step(convolution_forward(pd), std::move(args));
+  if (!p.has_z) {
+    k->add_step(convolution_forward(pd), std::move(args));
+  } else {
+    // Y already holding Z: sum post-op in place. Otherwise, for the blocked layout, read Z
+    // through a binary-add post-op (no copy pass) when the same kernel takes it; else copy Z
+    // into Y and sum.
+    using When = DnnlKernel::When;
+    memory z = k->bind_input(3, z_md);
+    k->add_step(convolution_forward(pd), args, When::kIfAliased, 3, 0);
+    bool binary_ok = false;
+    if (z_md == pd.dst_desc() && out_layout(req, 0) == Layout::kBlocked) {
+      try {
+        convolution_forward::primitive_desc pd_bin = make_pd(2, z_md);
+        if (std::string(pd_bin.impl_info_str()) == pd.impl_info_str()) {
+          args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = z;
+          k->add_step(convolution_forward(pd_bin), std::move(args), When::kIfDistinct, 3, 0);
+          binary_ok = true;
+        }
+      } catch (const dnnl::error&) {
+      }
+    }
+    if (!binary_ok) {
+      k->add_step(reorder(z, dst), {{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, dst}}, When::kIfDistinct, 3, 0);
+      k->add_step(convolution_forward(pd), std::move(args), When::kIfDistinct, 3, 0);
+    }
+  }
   log_impl(req, k->impl_name());
   return k;
 }

@@ -61,10 +61,11 @@ class DnnlKernel : public AccelKernel {
   memory bind_output(int i, const memory::desc& md);
   // A memory owned by the kernel (reordered weights, folded constants, scratch).
   memory own(const memory::desc& md, bool is_weight = true);
-  // Adds a primitive; skip_in/skip_out: skip the step when that input and output share a buffer
-  // (copying a residual into the output it already is).
-  void add_step(const dnnl::primitive& p, std::unordered_map<int, memory> args, int skip_in = -1,
-                int skip_out = -1);
+  // When a step runs: always, or only when input slot `in` and output slot `out` share a
+  // buffer (kIfAliased) or do not (kIfDistinct); e.g. a residual already in the output.
+  enum class When { kAlways, kIfAliased, kIfDistinct };
+  void add_step(const dnnl::primitive& p, std::unordered_map<int, memory> args, When when = When::kAlways,
+                int in = -1, int out = -1);
   void set_impl(const std::string& s) { impl_ = s; }
   Status run(ComputeContext& ctx) override;
   size_t weight_bytes() const override { return weight_bytes_; }
@@ -79,7 +80,8 @@ class DnnlKernel : public AccelKernel {
   struct Step {
     dnnl::primitive prim;
     std::unordered_map<int, memory> args;
-    int skip_in, skip_out;
+    When when;
+    int in, out;
   };
   std::string name_, impl_;
   std::vector<Binding> bindings_;

@@ -1,0 +1,64 @@
+#!/bin/bash
+# Installs what infera needs to build, test and benchmark on Debian 12: apt packages, then the PyPI
+# packages (onnxruntime, onnx, numpy) for the Python that the test scripts run as `python3`.
+# Idempotent and quiet: does nothing but check when all is installed. Logs to ${TMPDIR:-/tmp}.
+#
+# Two Pythons, on purpose: Debian's /usr/bin/python3 has python3-torch 1.13 (exports the test models)
+# and must keep Debian's numpy 1.x; the PyPI packages (numpy 2, latest onnx, onnxruntime) go to
+#   - the python3 on PATH, when that is not /usr/bin/python3 (pyenv, CI images), or else
+#   - a virtual environment in .venv (fresh Debian), which scripts/test_all.sh then uses.
+# Usage: bash scripts/setup_debian.sh [--upgrade]   (--upgrade: pip-upgrade to the latest wheels)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+upgrade=""
+[ "${1:-}" = "--upgrade" ] && upgrade="--upgrade"
+log=$(mktemp -t infera-setup-XXXXXX.log)
+fail() { echo "setup_debian.sh: $1 (log: $log)" >&2; tail -n 20 "$log" >&2; exit 1; }
+
+APT_PACKAGES=(
+  cmake g++ make git pkg-config ccache
+  libonnx-dev libprotobuf-dev protobuf-compiler libdnnl-dev libgtest-dev libbenchmark-dev
+  libonnx-testdata
+  python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-matplotlib python3-venv
+)
+PIP_PACKAGES=(onnxruntime onnx numpy)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || fail "run as root or install sudo"
+  SUDO=sudo
+fi
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq >>"$log" 2>&1 || fail "apt-get update failed"
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >>"$log" 2>&1 \
+    || fail "apt-get install failed"
+else
+  echo "setup: apt packages present"
+fi
+
+# The Python for the PyPI packages (see the header).
+py=$(command -v python3 || true)
+if [ -z "$py" ] || [ "$(readlink -f "$py")" = "$(readlink -f /usr/bin/python3)" ]; then
+  if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv for the PyPI packages"
+    /usr/bin/python3 -m venv .venv >>"$log" 2>&1 || fail "python3 -m venv .venv failed"
+  fi
+  py=.venv/bin/python
+fi
+if [ -n "$upgrade" ] || ! "$py" -c "import onnxruntime, onnx, numpy" >/dev/null 2>&1; then
+  echo "setup: pip install ${PIP_PACKAGES[*]} into $py"
+  "$py" -m pip install -q --disable-pip-version-check $upgrade "${PIP_PACKAGES[@]}" >>"$log" 2>&1 \
+    || fail "pip install failed"
+else
+  echo "setup: PyPI packages present in $py"
+fi
+"$py" -c "import onnxruntime, onnx, numpy; print('setup: ok (onnxruntime %s, onnx %s, numpy %s for %s)' % (onnxruntime.__version__, onnx.__version__, numpy.__version__, '$py'))"
+rm -f "$log"

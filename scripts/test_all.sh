@@ -1,0 +1,130 @@
+#!/bin/bash
+# THE test command of infera (README, .ci/run): setup, build, then every suite; each suite reports
+# `N passed, M failed`; the last line sums them. Exit 0 iff the build worked and nothing failed.
+#
+# Usage: bash scripts/test_all.sh [--no-setup] [--no-build] [--only SUITE,...] [--jobs N]
+#   suites: unit conformance models badinput cli      (default: all, in that order)
+# Env: MODELS_DIR (default models: exported ONNX models, kept between runs), BUILD_DIR (build),
+#      PYTHON (the Python with PyPI onnxruntime/onnx/numpy; default .venv/bin/python if setup made
+#      one, else python3), TORCH_PYTHON (default /usr/bin/python3: Debian's torch, for the exports).
+# Logs: $BUILD_DIR/test-logs/<suite>.log.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+setup=1 build=1 only="" jobs=$(nproc 2>/dev/null || echo 2)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-setup) setup=0; shift ;;
+    --no-build) build=0; shift ;;
+    --only) only="$2"; shift 2 ;;
+    --jobs|-j) jobs="$2"; shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "test_all.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+BUILD_DIR=${BUILD_DIR:-build}
+MODELS_DIR=${MODELS_DIR:-models}
+TORCH_PYTHON=${TORCH_PYTHON:-/usr/bin/python3}
+LOG_DIR=$BUILD_DIR/test-logs
+INFERA=$BUILD_DIR/infera
+t_start=$(date +%s)
+
+if [ "$setup" = 1 ]; then
+  bash scripts/setup_debian.sh || { echo "test_all.sh: setup failed"; echo "0 passed, 1 failed"; exit 1; }
+fi
+if [ -z "${PYTHON:-}" ]; then
+  if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+fi
+export PYTHON INFERA LOG_DIR BUILD_DIR MODELS_DIR TORCH_PYTHON jobs
+
+summary=()
+total_pass=0 total_fail=0 total_skip=0
+
+# record SUITE RC LOG SECONDS: adds the counts of the suite's last `N passed, M failed[, K skipped]`.
+record() {
+  local suite=$1 rc=$2 log=$3 secs=$4 last p f s note=""
+  last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+  if [[ "$last" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed(,\ ([0-9]+)\ skipped)? ]]; then
+    p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]} s=${BASH_REMATCH[4]:-0}
+  else
+    p=0 f=1 s=0 note=" (no count line; exit $rc)"
+  fi
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1 note=" (exit $rc with no failure counted)"; fi
+  total_pass=$((total_pass + p)) total_fail=$((total_fail + f)) total_skip=$((total_skip + s))
+  summary+=("$(printf '%-12s %5d passed %4d failed %4d skipped %5ds%s' "$suite" "$p" "$f" "$s" "$secs" "$note")")
+}
+
+# run_suite SUITE TIMEOUT CMD...: runs CMD with its output to the console and the suite's log.
+run_suite() {
+  local suite=$1 limit=$2; shift 2
+  local log=$LOG_DIR/$suite.log t0 rc
+  echo
+  echo "=== $suite: $*"
+  t0=$(date +%s)
+  timeout --kill-after=30 "$limit" "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 124 ] && echo "$suite: stopped after ${limit}s" | tee -a "$log"
+  record "$suite" "$rc" "$log" $(( $(date +%s) - t0 ))
+}
+
+wanted() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+
+finish() {
+  echo
+  echo "=== summary ($(( $(date +%s) - t_start ))s)"
+  printf '%s\n' "${summary[@]}"
+  echo "$total_pass passed, $total_fail failed"
+  [ "$total_fail" -eq 0 ]
+  exit $?
+}
+
+mkdir -p "$LOG_DIR"
+if [ "$build" = 1 ]; then
+  echo "=== build: cmake -S . -B $BUILD_DIR -DCMAKE_BUILD_TYPE=Release && cmake --build $BUILD_DIR -j$jobs"
+  t0=$(date +%s)
+  if cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >"$LOG_DIR/build.log" 2>&1 \
+     && cmake --build "$BUILD_DIR" -j"$jobs" >>"$LOG_DIR/build.log" 2>&1; then
+    summary+=("$(printf '%-12s %-41s %5ds' build ok $(( $(date +%s) - t0 )))")
+  else
+    grep -E 'error|Error' "$LOG_DIR/build.log" | head -n 30
+    tail -n 15 "$LOG_DIR/build.log"
+    summary+=("build        FAILED (log: $LOG_DIR/build.log)")
+    total_fail=$((total_fail + 1))
+    finish
+  fi
+fi
+if [ ! -x "$INFERA" ]; then
+  summary+=("build        no $INFERA")
+  total_fail=$((total_fail + 1))
+  finish
+fi
+
+# Unit tests (GoogleTest through ctest): converts ctest's summary into the common count line.
+unit_tests() {
+  local out rc
+  out=$(ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$jobs" --timeout 600 2>&1)
+  rc=$?
+  echo "$out"
+  if [[ "$out" =~ tests\ passed,\ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
+    echo "$(( BASH_REMATCH[2] - BASH_REMATCH[1] )) passed, ${BASH_REMATCH[1]} failed"
+  elif grep -q "No tests were found" <<<"$out"; then
+    echo "unit: ctest found no tests"; echo "0 passed, 1 failed"
+  fi
+  return $rc
+}
+
+# Real models: export (kept in $MODELS_DIR between runs), then compare with ONNX Runtime.
+model_tests() {
+  "$TORCH_PYTHON" tests/models/export_models.py --out "$MODELS_DIR" 2>&1 | grep -v -i 'warning' \
+    || true
+  "$PYTHON" tests/models/compare_models.py --models-dir "$MODELS_DIR" --infera "$INFERA"
+}
+
+export -f unit_tests model_tests  # so that `timeout bash -c` can run them
+wanted unit && run_suite unit 1800 bash -c unit_tests
+wanted conformance && run_suite conformance 1800 bash tests/conformance/run_conformance.sh
+wanted models && run_suite models 2400 bash -c model_tests
+wanted badinput && run_suite badinput 900 "$PYTHON" tests/badinput/run_bad_inputs.py --infera "$INFERA"
+wanted cli && run_suite cli 900 "$PYTHON" tests/cli/test_cli.py --infera "$INFERA"
+finish
