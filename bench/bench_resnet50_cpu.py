@@ -85,7 +85,8 @@ def infera_version(infera):
         try:
             p = subprocess.run([infera, flag], capture_output=True, text=True, timeout=30)
             if p.returncode == 0 and p.stdout.strip():
-                return p.stdout.strip().splitlines()[0]
+                v = p.stdout.strip().splitlines()[0]
+                return v[len("infera "):] if v.startswith("infera ") else v
         except (OSError, subprocess.TimeoutExpired):
             pass
     return "unknown"

@@ -9,7 +9,7 @@
 #      one, else python3), TORCH_PYTHON (default /usr/bin/python3: Debian's torch, for the exports).
 # Logs: $BUILD_DIR/test-logs/<suite>.log.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 setup=1 build=1 only="" jobs=$(nproc 2>/dev/null || echo 2)
 while [ $# -gt 0 ]; do
@@ -100,6 +100,7 @@ if [ ! -x "$INFERA" ]; then
   finish
 fi
 
+# shellcheck disable=SC2317  # unit_tests and model_tests run through `bash -c`
 # Unit tests (GoogleTest through ctest): converts ctest's summary into the common count line.
 unit_tests() {
   local out rc
@@ -111,9 +112,10 @@ unit_tests() {
   elif grep -q "No tests were found" <<<"$out"; then
     echo "unit: ctest found no tests"; echo "0 passed, 1 failed"
   fi
-  return $rc
+  return "$rc"
 }
 
+# shellcheck disable=SC2317
 # Real models: export (kept in $MODELS_DIR between runs), then compare with ONNX Runtime.
 model_tests() {
   "$TORCH_PYTHON" tests/models/export_models.py --out "$MODELS_DIR" 2>&1 | grep -v -i 'warning' \

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "ops/elementwise.h"
 #include "ops/tensor_ops.h"
 
 namespace infera {
@@ -98,6 +99,8 @@ class ConstantOfShapeKernel : public OpKernel {
     }
     int64_t n;
     if (!checked_numel(dims, n)) return ctx.error("input 'input' %s is not a valid shape", ints_str(dims).c_str());
+    s = check_output_size(ctx, Shape::of(dims));
+    if (!s.is_ok()) return s;
     ctx.set_output(0, value_->dtype(), Shape::of(dims));
     return Status::ok();
   }
@@ -121,8 +124,28 @@ class RangeKernel : public OpKernel {
   Status init() { return Status::ok(); }
 
   // Number of elements, or -1 (with *err set) when the scalars are invalid.
+  // float16/bfloat16 scalars as float (stash_type=1, the default: the loop runs in float).
+  static float half_scalar(const TensorRef& t) {
+    uint16_t h = t.ptr<uint16_t>()[0];
+    return t.dtype == DataType::kFloat16 ? half_to_float(h) : bfloat16_to_float(h);
+  }
+  static bool is_half(DataType dt) { return dt == DataType::kFloat16 || dt == DataType::kBFloat16; }
+
   static int64_t count_of(const TensorRef& start, const TensorRef& limit, const TensorRef& delta, std::string* err) {
     int64_t n = -1;
+    if (is_half(start.dtype)) {
+      float s = half_scalar(start), l = half_scalar(limit), d = half_scalar(delta);
+      if (d == 0 || !std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d)) {
+        *err = "start, limit and delta must be finite and delta non-zero";
+        return -1;
+      }
+      double c = std::ceil((double(l) - double(s)) / double(d));
+      if (c > double(int64_t(1) << 40)) {
+        *err = "too many elements (over 2^40)";
+        return -1;
+      }
+      return c <= 0 ? 0 : static_cast<int64_t>(c);
+    }
     dispatch(start.dtype, TypeSet::kSignedNumeric, [&](auto tag) {
       using T = typename decltype(tag)::type;
       T s = start.ptr<T>()[0], l = limit.ptr<T>()[0], d = delta.ptr<T>()[0];
@@ -156,7 +179,8 @@ class RangeKernel : public OpKernel {
       return ctx.error("expects inputs 'start', 'limit' and 'delta'");
     const DataType dt = ctx.in(0).dtype;
     Status s = expect_dtype(ctx, 0, "start",
-                            {DataType::kFloat32, DataType::kFloat64, DataType::kInt16, DataType::kInt32, DataType::kInt64});
+                            {DataType::kFloat32, DataType::kFloat64, DataType::kInt16, DataType::kInt32, DataType::kInt64,
+                             DataType::kFloat16, DataType::kBFloat16});
     if (!s.is_ok()) return s;
     const char* names[] = {"start", "limit", "delta"};
     for (size_t i = 0; i < 3; ++i) {
@@ -184,6 +208,15 @@ class RangeKernel : public OpKernel {
     if (n < 0) return ctx.error("%s", err.c_str());
     TensorRef& y = ctx.out(0);
     if (y.numel() != n) return ctx.error("output has %lld elements, expected %lld", (long long)y.numel(), (long long)n);
+    if (is_half(y.dtype)) {
+      const float s = half_scalar(ctx.in(0)), d = half_scalar(ctx.in(2));
+      uint16_t* o = y.ptr<uint16_t>();
+      for (int64_t i = 0; i < n; ++i) {
+        float v = s + static_cast<float>(i) * d;
+        o[i] = y.dtype == DataType::kFloat16 ? float_to_half(v) : float_to_bfloat16(v);
+      }
+      return Status::ok();
+    }
     dispatch(y.dtype, TypeSet::kSignedNumeric, [&](auto tag) {
       using T = typename decltype(tag)::type;
       T s = ctx.in(0).ptr<T>()[0], d = ctx.in(2).ptr<T>()[0];

@@ -33,6 +33,10 @@ struct ConvTransposeAttrs : ConvAttrs {
   std::vector<int64_t> output_shape;
 };
 
+// Reads an ints attribute (kernel_shape, strides, pads, ...) whose values must lie in
+// [lo, 2^31]; absent -> empty. Refuses a wrong attribute kind or value, naming the node.
+Status read_window_ints(const Node& n, const char* name, int64_t lo, std::vector<int64_t>& out);
+
 // Reads and validates the attributes of a Conv / FusedConv / ConvTranspose node (values
 // positive, pads non-negative, lengths consistent with each other). Messages name the node.
 Status conv_attrs_parse(const Node& n, ConvAttrs& a);

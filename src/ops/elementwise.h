@@ -117,7 +117,8 @@ inline void ew_parallel(int64_t n, int64_t work, int num_threads, const std::fun
 }
 
 template <class TA, class TB, class TO, class F>
-inline void binary_run(const TA* a, int64_t sa, const TB* b, int64_t sb, TO* o, int64_t n, F& f) {
+inline void binary_run(const TA* a, int64_t sa, const TB* b, int64_t sb, TO* o, int64_t n, const F& fref) {
+  const F f = fref;  // a local copy: stores to o cannot alias its captures, so the loops vectorize
   if (sa && sb) {
     for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
   } else if (sa) {

@@ -1,6 +1,9 @@
 // Binary elementwise ops with numpy broadcasting: arithmetic (Add Sub Mul Div Pow Mod), logic
 // (And Or Xor), comparison (Equal Greater Less GreaterOrEqual LessOrEqual), PRelu (slope
 // broadcast to X), the variadic Max Min Sum Mean, and Where.
+// Selects like `x < 0 ? a * x : x` only become vector blends when FP ops may not trap;
+// this changes no value (no reassociation), it only lets the loops vectorize.
+#pragma GCC optimize("no-trapping-math")
 #include <cmath>
 
 #include "ops/elementwise.h"
@@ -24,6 +27,19 @@ bool in_set(DataType dt, TypeSet s) { return is_narrow_float(dt) || dispatch(dt,
 
 template <class T> inline T max_nan(T a, T b) { return (a >= b || a != a) ? a : b; }  // NaN wins, as numpy
 template <class T> inline T min_nan(T a, T b) { return (a <= b || a != a) ? a : b; }
+
+// Floating-point remainder with the sign of the divisor, as numpy.mod (npy_divmod).
+template <class T>
+T py_mod(T x, T y) {
+  T m = std::fmod(x, y);
+  if (y == T(0)) return m;
+  if (m != T(0)) {
+    if ((y < T(0)) != (m < T(0))) m += y;
+  } else {
+    m = std::copysign(T(0), y);
+  }
+  return m;
+}
 
 // Integer base ** exponent: exact by squaring for integral exponents, wrapping on overflow.
 template <class T>
@@ -102,8 +118,6 @@ class BinaryKernel : public OpKernel {
       const TypeSet set = is_comparison(op_) ? TypeSet::kAll : TypeSet::kNumeric;
       if (!in_set(a, set)) return ctx.error("input 0 has dtype %s, expected a numeric type", dtype_name(a));
       if (b != a) return ctx.error("input 1 has dtype %s, expected %s like input 0", dtype_name(b), dtype_name(a));
-      if (op_ == BinaryOp::kMod && is_float(a) && fmod_ == 0)
-        return ctx.error("attribute 'fmod' must be 1 for %s inputs, found 0", dtype_name(a));
     }
     Shape out;
     if (op_ == BinaryOp::kPRelu) {
@@ -175,7 +189,10 @@ class BinaryKernel : public OpKernel {
           case BinaryOp::kSub: run([](T x, T y) { return x - y; }); break;
           case BinaryOp::kMul: run([](T x, T y) { return x * y; }); break;
           case BinaryOp::kDiv: run([](T x, T y) { return x / y; }); break;
-          case BinaryOp::kMod: run([](T x, T y) { return std::fmod(x, y); }); break;
+          case BinaryOp::kMod:
+            if (fmod_) run([](T x, T y) { return std::fmod(x, y); });
+            else run([](T x, T y) { return py_mod(x, y); });  // opset < 23 requires fmod=1; newer allow 0
+            break;
           case BinaryOp::kPRelu: run([](T x, T s) { return x < T(0) ? x * s : x; }); break;
           default: break;
         }
@@ -311,8 +328,12 @@ class VariadicKernel : public OpKernel {
       auto step = [&](const T* a, const std::vector<int64_t>& ad, const TensorRef& b) {
         const T* pb = b.ptr<T>();
         switch (op_) {
-          case VariadicOp::kMax: binary_broadcast(a, ad, pb, b.dims, po, o.dims, nt, max_nan<T>); break;
-          case VariadicOp::kMin: binary_broadcast(a, ad, pb, b.dims, po, o.dims, nt, min_nan<T>); break;
+          case VariadicOp::kMax:
+            binary_broadcast(a, ad, pb, b.dims, po, o.dims, nt, [](T x, T y) { return max_nan(x, y); });
+            break;
+          case VariadicOp::kMin:
+            binary_broadcast(a, ad, pb, b.dims, po, o.dims, nt, [](T x, T y) { return min_nan(x, y); });
+            break;
           default:
             binary_broadcast(a, ad, pb, b.dims, po, o.dims, nt, [](T x, T y) {
               if constexpr (std::is_floating_point_v<T>) return T(x + y);

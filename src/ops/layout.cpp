@@ -81,6 +81,8 @@ class ExpandKernel : public OpKernel {
     Shape out;
     if (!broadcast_shapes(x.shape, Shape::of(shape), out))
       return ctx.error("cannot expand input of shape %s to %s", x.shape.str().c_str(), ints_str(shape).c_str());
+    s = check_output_size(ctx, out);
+    if (!s.is_ok()) return s;
     ctx.set_output(0, x.dtype, out);
     return Status::ok();
   }
@@ -121,16 +123,17 @@ class TileKernel : public OpKernel {
       return Status::ok();
     }
     std::vector<Dim> out(r);
-    std::vector<int64_t> known;
     for (int64_t i = 0; i < r; ++i) {
       if (rep[i] < 0) return ctx.error("input 'repeats' %s has a negative value", ints_str(rep).c_str());
       const Dim& d = x.shape.dims[i];
+      if (rep[i] > (int64_t(1) << 40) || (d.known() && d.value > 0 && rep[i] > (int64_t(1) << 40) / d.value))
+        return ctx.error("input 'repeats' %s makes the output too large", ints_str(rep).c_str());
       out[i] = rep[i] == 1 ? d : (d.known() ? Dim(d.value * rep[i]) : (rep[i] == 0 ? Dim(0) : Dim()));
-      if (out[i].known()) known.push_back(out[i].value);
     }
-    int64_t n;
-    if (!checked_numel(known, n)) return ctx.error("output of tiling %s by %s is too large", x.shape.str().c_str(), ints_str(rep).c_str());
-    ctx.set_output(0, x.dtype, Shape(std::move(out)));
+    Shape os(std::move(out));
+    s = check_output_size(ctx, os);
+    if (!s.is_ok()) return s;
+    ctx.set_output(0, x.dtype, std::move(os));
     return Status::ok();
   }
   Status compute(ComputeContext& ctx) const override {
@@ -154,9 +157,10 @@ class TileKernel : public OpKernel {
 class SpaceDepthKernel : public OpKernel {
  public:
   SpaceDepthKernel(const Node& n, int64_t opset, bool to_space)
-      : to_space_(to_space), b_(n.attr_int("blocksize", 0)), crd_(false), label_(n.label()) {
+      : to_space_(to_space), b_(n.attr_int("blocksize", 0)), crd_(false) {
     std::string mode = n.attr_string("mode", "DCR");
-    if (to_space && opset >= 11) {
+    // DepthToSpace has 'mode' from opset 11, SpaceToDepth from opset 28.
+    if ((to_space && opset >= 11) || (!to_space && opset >= 28)) {
       if (mode == "CRD") crd_ = true;
       else if (mode != "DCR") bad_ = Status::error(node_message(n, "attribute 'mode' must be DCR or CRD, found '%s'", mode.c_str()));
     }
@@ -204,9 +208,15 @@ class SpaceDepthKernel : public OpKernel {
       else st = {C * hw, hw, W, b * c * hw, 1, c * hw};
     } else {
       const int64_t h = H / b, w = W / b;
-      // Output viewed as [N, b1, b2, C, h, w]; the input as [N, C, h, b1, w, b2].
-      dims = {N, b, b, C, h, w};
-      st = {C * H * W, W, 1, H * W, b * W, b};
+      // Output viewed as [N, b1, b2, C, h, w] (DCR) or [N, C, b1, b2, h, w] (CRD); the input
+      // as [N, C, h, b1, w, b2].
+      if (crd_) {
+        dims = {N, C, b, b, h, w};
+        st = {C * H * W, H * W, W, 1, b * W, b};
+      } else {
+        dims = {N, b, b, C, h, w};
+        st = {C * H * W, W, 1, H * W, b * W, b};
+      }
     }
     strided_copy(x.data, ctx.out(0).data, dtype_size(x.dtype), dims, st, 0, ctx.num_threads);
     return Status::ok();
@@ -216,7 +226,6 @@ class SpaceDepthKernel : public OpKernel {
   bool to_space_;
   int64_t b_;
   bool crd_;
-  std::string label_;
   Status bad_;
 };
 

@@ -12,9 +12,12 @@ bool is_f32_or_f64(DataType dt) { return dt == DataType::kFloat32 || dt == DataT
 
 template <class F>
 bool dispatch_f(DataType dt, F&& f) {
-  if (dt == DataType::kFloat32) f(TypeTag<float>{});
-  else if (dt == DataType::kFloat64) f(TypeTag<double>{});
-  else return false;
+  if (dt == DataType::kFloat32)
+    f(TypeTag<float>{});
+  else if (dt == DataType::kFloat64)
+    f(TypeTag<double>{});
+  else
+    return false;
   return true;
 }
 
@@ -75,8 +78,7 @@ class BatchNormKernel : public OpKernel {
       const Shape& ps = ctx.in(i).shape;
       if (!ps.rank_known) continue;
       if (spatial_ || training_) {
-        if (ps.rank() != 1)
-          return ctx.error("input %s must be 1-D [C], found %s", names[i], ps.str().c_str());
+        if (ps.rank() != 1) return ctx.error("input %s must be 1-D [C], found %s", names[i], ps.str().c_str());
         if (c.known() && ps.dims[0].known() && ps.dims[0].value != c.value)
           return ctx.error("input %s %s must have C = %lld values (dim 1 of X %s)", names[i], ps.str().c_str(),
                            (long long)c.value, xs.str().c_str());
@@ -112,8 +114,7 @@ class BatchNormKernel : public OpKernel {
       return ctx.error("inputs scale, B, input_mean, input_var must be float32 or float64");
     const size_t P = scale.size();
     const bool per_channel = static_cast<int64_t>(P) == C;
-    if ((!per_channel && static_cast<int64_t>(P) != C * S) || bias.size() != P || mean.size() != P ||
-        var.size() != P)
+    if ((!per_channel && static_cast<int64_t>(P) != C * S) || bias.size() != P || mean.size() != P || var.size() != P)
       return ctx.error("scale, B, input_mean, input_var must each have C = %lld values, found %zu, %zu, %zu, %zu",
                        (long long)C, scale.size(), bias.size(), mean.size(), var.size());
     if (training_ && !per_channel) return ctx.error("training mode needs per-channel statistics");
@@ -179,8 +180,7 @@ class BatchNormKernel : public OpKernel {
         rvar[p] = var[p] * mo + bvar[p] * (1 - mo);
       }
     }
-    const std::vector<double>* outs[] = {nullptr, &rmean, &rvar, training_ ? &bmean : &mean,
-                                         training_ ? &bvar : &var};
+    const std::vector<double>* outs[] = {nullptr, &rmean, &rvar, training_ ? &bmean : &mean, training_ ? &bvar : &var};
     for (size_t i = 1; i < 5; ++i)
       if (ctx.has_output(i) && !write_f64(ctx.out(i), *outs[i]))
         return ctx.error("statistics output %zu has the wrong size or dtype", i);
@@ -214,14 +214,14 @@ class InstanceNormKernel : public OpKernel {
                          dtype_name(ctx.in(i).dtype));
     }
     const Shape& xs = ctx.in(0).shape;
-    if (xs.rank_known && xs.rank() < 2) return ctx.error("input must have rank >= 2 (N, C, ...), found %s", xs.str().c_str());
+    if (xs.rank_known && xs.rank() < 2)
+      return ctx.error("input must have rank >= 2 (N, C, ...), found %s", xs.str().c_str());
     Dim c = xs.rank_known ? xs.dims[1] : Dim();
     for (size_t i = 1; i < 3; ++i) {
       const Shape& ps = ctx.in(i).shape;
       if (!ps.rank_known) continue;
       if (ps.rank() != 1 || (c.known() && ps.dims[0].known() && ps.dims[0].value != c.value))
-        return ctx.error("input %s must be 1-D [C] with C = %s, found %s", names[i], c.str().c_str(),
-                         ps.str().c_str());
+        return ctx.error("input %s must be 1-D [C] with C = %s, found %s", names[i], c.str().c_str(), ps.str().c_str());
     }
     ctx.set_output(0, ctx.in(0).dtype, xs);
     return Status::ok();
@@ -285,7 +285,8 @@ class LrnKernel : public OpKernel {
     if (!is_f32_or_f64(ctx.in(0).dtype))
       return ctx.error("input X must be float32 or float64, found %s", dtype_name(ctx.in(0).dtype));
     const Shape& xs = ctx.in(0).shape;
-    if (xs.rank_known && xs.rank() < 2) return ctx.error("input X must have rank >= 2 (N, C, ...), found %s", xs.str().c_str());
+    if (xs.rank_known && xs.rank() < 2)
+      return ctx.error("input X must have rank >= 2 (N, C, ...), found %s", xs.str().c_str());
     ctx.set_output(0, ctx.in(0).dtype, xs);
     return Status::ok();
   }

@@ -123,7 +123,10 @@ class PadKernel : public OpKernel {
                          x.shape.str().c_str());
       out[i] = Dim(o);
     }
-    ctx.set_output(0, x.dtype, Shape(std::move(out)));
+    Shape os(std::move(out));
+    s = check_output_size(ctx, os);
+    if (!s.is_ok()) return s;
+    ctx.set_output(0, x.dtype, std::move(os));
     return Status::ok();
   }
 

@@ -9,27 +9,11 @@
 
 namespace infera {
 
-static constexpr int64_t kMaxPoolAttr = int64_t(1) << 31;
-
-static Status pool_ints(const Node& n, const char* name, int64_t lo, std::vector<int64_t>& out) {
-  out.clear();
-  auto it = n.attrs.find(name);
-  if (it == n.attrs.end()) return Status::ok();
-  if (it->second.kind != Attribute::kInts && !(it->second.kind == Attribute::kUndefined && it->second.ints.empty()))
-    return Status::error(node_message(n, "attribute '%s' must be a list of ints", name));
-  out = it->second.ints;
-  for (int64_t v : out)
-    if (v < lo || v > kMaxPoolAttr)
-      return Status::error(node_message(n, "attribute '%s' must be %s (and at most 2^31), found %lld", name,
-                                        lo > 0 ? "positive" : "non-negative", static_cast<long long>(v)));
-  return Status::ok();
-}
-
 Status pool_attrs_parse(const Node& n, PoolAttrs& a) {
-  Status s = pool_ints(n, "kernel_shape", 1, a.kernel_shape);
-  if (s.is_ok()) s = pool_ints(n, "strides", 1, a.strides);
-  if (s.is_ok()) s = pool_ints(n, "dilations", 1, a.dilations);
-  if (s.is_ok()) s = pool_ints(n, "pads", 0, a.pads);
+  Status s = read_window_ints(n, "kernel_shape", 1, a.kernel_shape);
+  if (s.is_ok()) s = read_window_ints(n, "strides", 1, a.strides);
+  if (s.is_ok()) s = read_window_ints(n, "dilations", 1, a.dilations);
+  if (s.is_ok()) s = read_window_ints(n, "pads", 0, a.pads);
   if (!s.is_ok()) return s;
   if (a.kernel_shape.empty())
     return Status::error(node_message(n, "attribute 'kernel_shape' is required (one value per spatial dim)"));
@@ -90,11 +74,22 @@ namespace {
 template <class F>
 bool dispatch_pool(DataType dt, bool ints, F&& f) {
   switch (dt) {
-    case DataType::kFloat32: f(TypeTag<float>{}); return true;
-    case DataType::kFloat64: f(TypeTag<double>{}); return true;
-    case DataType::kInt8: if (!ints) return false; f(TypeTag<int8_t>{}); return true;
-    case DataType::kUInt8: if (!ints) return false; f(TypeTag<uint8_t>{}); return true;
-    default: return false;
+    case DataType::kFloat32:
+      f(TypeTag<float>{});
+      return true;
+    case DataType::kFloat64:
+      f(TypeTag<double>{});
+      return true;
+    case DataType::kInt8:
+      if (!ints) return false;
+      f(TypeTag<int8_t>{});
+      return true;
+    case DataType::kUInt8:
+      if (!ints) return false;
+      f(TypeTag<uint8_t>{});
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -165,8 +160,8 @@ void avg_pool(const T* x, T* y, int64_t planes, const PoolGeom& g, bool include_
                 for (int64_t kw = tw.lo; kw < tw.hi; ++kw) sum += row[tw.start + kw * g.d[2]];
               }
             }
-            int64_t cnt = include_pad ? td.padded * th.padded * tw.padded
-                                      : (td.hi - td.lo) * (th.hi - th.lo) * (tw.hi - tw.lo);
+            int64_t cnt =
+                include_pad ? td.padded * th.padded * tw.padded : (td.hi - td.lo) * (th.hi - th.lo) * (tw.hi - tw.lo);
             yp[(od * g.out[1] + oh) * g.out[2] + ow] = static_cast<T>(cnt > 0 ? sum / cnt : 0.0);
           }
         }
@@ -178,8 +173,8 @@ void avg_pool(const T* x, T* y, int64_t planes, const PoolGeom& g, bool include_
 template <class T>
 void max_pool(const T* x, T* y, int64_t* idx, int64_t planes, const PoolGeom& g, bool col_major, int nth) {
   const int64_t in_sz = g.in[0] * g.in[1] * g.in[2], out_sz = g.out[0] * g.out[1] * g.out[2];
-  const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                        : std::numeric_limits<T>::lowest();
+  const T lowest =
+      std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
   parallel_for(planes, nth, [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
       const T* xp = x + p * in_sz;
@@ -231,8 +226,8 @@ class PoolKernel : public OpKernel {
     bool ok = dt == DataType::kFloat32 || dt == DataType::kFloat64 ||
               (is_max_ && (dt == DataType::kInt8 || dt == DataType::kUInt8));
     if (!ok)
-      return ctx.error("input X must be %s, found %s", is_max_ ? "float32, float64, int8 or uint8" : "float32 or float64",
-                       dtype_name(dt));
+      return ctx.error("input X must be %s, found %s",
+                       is_max_ ? "float32, float64, int8 or uint8" : "float32 or float64", dtype_name(dt));
     if (!is_max_ && ctx.has_output(1)) return ctx.error("AveragePool has one output");
     const Shape& xs = ctx.in(0).shape;
     const size_t k = a_.kernel_shape.size();
@@ -333,8 +328,8 @@ class GlobalPoolKernel : public OpKernel {
     if (X.rank() < 2) return ctx.error("input X must have rank >= 2");
     const int64_t planes = X.dims[0] * X.dims[1];
     const int64_t sz = planes > 0 ? X.numel() / planes : 0;
-    if (Y.numel() != planes) return ctx.error("output Y has %lld values, expected %lld", (long long)Y.numel(),
-                                              (long long)planes);
+    if (Y.numel() != planes)
+      return ctx.error("output Y has %lld values, expected %lld", (long long)Y.numel(), (long long)planes);
     bool ok = dispatch_pool(X.dtype, false, [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* x = X.ptr<T>();

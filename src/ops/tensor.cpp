@@ -144,6 +144,17 @@ std::string ints_str(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
+Status check_output_size(const InferContext& ctx, const Shape& s) {
+  int64_t n = 1;
+  for (const Dim& d : s.dims) {
+    if (!d.known() || d.value == 0) continue;
+    if (d.value > (int64_t(1) << 40) / n)
+      return ctx.error("output shape %s has more than 2^40 elements", s.str().c_str());
+    n *= d.value;
+  }
+  return Status::ok();
+}
+
 Status expect_dtype(const InferContext& ctx, size_t i, const char* what, std::initializer_list<DataType> ok) {
   DataType dt = ctx.in(i).dtype;
   if (dt == DataType::kUndefined) return Status::ok();

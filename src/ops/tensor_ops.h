@@ -33,6 +33,8 @@ bool read_floats(const TensorRef& t, std::vector<double>& out);
 Dim dim_product(const std::vector<Dim>& dims, size_t b, size_t e);
 // "[2,3]" for messages.
 std::string ints_str(const std::vector<int64_t>& v);
+// Refuses an output whose known dims multiply past 2^40 elements (no tensor may be that big).
+Status check_output_size(const InferContext& ctx, const Shape& s);
 // Requires input i to have one of the given dtypes; names the tensor and found dtype.
 Status expect_dtype(const InferContext& ctx, size_t i, const char* what, std::initializer_list<DataType> ok);
 

@@ -1,12 +1,15 @@
 // fold_constants: evaluates nodes whose inputs are all constants (Shape/Size: whose input shape is
-// fully known) and makes their outputs constants. Assumes topological order and inferred shapes;
-// leaves random ops, graph outputs, subgraph ops and outputs over the size limits to the runtime.
+// fully known; Gather of a Shape: whose picked dims are known) and makes their outputs constants;
+// Reshape targets built from the input's own (batch) dims become constants with 0 (shape_math.h).
+// Assumes topological order and inferred shapes; leaves random ops, graph outputs, subgraph ops and
+// outputs over the size limits to the runtime.
 #include <set>
 
 #include "graph/infer.h"
 #include "ops/util.h"
 #include "passes/passes.h"
 #include "passes/rewrite.h"
+#include "passes/shape_math.h"
 
 namespace infera {
 namespace {
@@ -33,14 +36,16 @@ class FoldConstants : public Pass {
       if (g.nodes[i].dead) continue;
       auto k = make_kernel(g.nodes[i], g.opset);
       if (!k.is_ok()) continue;  // infer_graph reports unknown ops with context
+      resolve_reshape_shape(g, g.nodes[i]);
       refresh_shapes(g, g.nodes[i], *k.value());
-      if (total < max_total_) try_fold(g, g.nodes[i], *k.value(), total);
+      if (total < max_total_ && !fold_gather_of_shape(g, g.nodes[i])) try_fold(g, g.nodes[i], *k.value(), total);
     }
     return Status::ok();
   }
 
  private:
-  // Folding upstream may have made this node's output shapes computable: keep the better one.
+  // Folding upstream may have made this node's output shapes more precise: merge them in
+  // (a known or symbolic dim replaces an unknown one; what was known stays).
   void refresh_shapes(Graph& g, const Node& n, const OpKernel& k) {
     std::vector<ValueInfo> infos(n.inputs.size());
     std::vector<const ValueInfo*> in = infos_of(g, n, infos, true);
@@ -51,9 +56,16 @@ class FoldConstants : public Pass {
       if (v < 0) continue;
       const ValueInfo& got = ctx.outputs()[o];
       Value& val = g.values[v];
-      if (got.shape.fully_known() && !val.shape.fully_known() && got.dtype == val.dtype &&
-          (!val.shape.rank_known || val.shape.rank() == got.shape.rank()))
+      if (got.dtype != val.dtype || !got.shape.rank_known) continue;
+      if (!val.shape.rank_known) {
         val.shape = got.shape;
+        continue;
+      }
+      if (val.shape.rank() != got.shape.rank()) continue;
+      for (int d = 0; d < got.shape.rank(); ++d) {
+        Dim& old = val.shape.dims[d];
+        if (!old.known() && old.symbol.empty()) old = got.shape.dims[d];
+      }
     }
   }
 

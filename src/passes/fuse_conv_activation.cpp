@@ -1,6 +1,8 @@
-// fuse_conv_activation: Conv [+ Add(same-shape residual Z)] [+ activation] -> com.infera.FusedConv
+// fuse_conv_activation: Conv [+ Add(same-shape residual Z)] [+ activation, or the HardSigmoid*x
+// form of HardSwish] -> com.infera.FusedConv
 // (inputs X, W, B|-1, Z|-1), and Gemm + activation -> com.infera.FusedGemm. Assumes each fused
 // intermediate has one reader and is no graph output; float32 only; Clip bounds must be constants.
+#include <cmath>
 #include <limits>
 
 #include "passes/passes.h"
@@ -124,6 +126,9 @@ class FuseConvActivation : public Pass {
     if (next >= 0 && parse_activation(g, g.nodes[next], act)) {
       tail = g.nodes[next].outputs[0];
       fused.push_back(next);
+    } else if (int mul = match_hardswish(g, tail, fused); mul >= 0) {
+      act = Activation{"HardSwish"};
+      tail = g.nodes[mul].outputs[0];
     } else {
       act.name.clear();
     }
@@ -151,6 +156,29 @@ class FuseConvActivation : public Pass {
       std::erase_if(c, [&](int n) { return g.nodes[n].dead; });
       c.push_back(id);
     }
+  }
+
+  // Mul(t, HardSigmoid(t; 1/6, 0.5)) is HardSwish(t), as exported before opset 14. Adds both
+  // nodes to fused and returns the Mul, or -1.
+  int match_hardswish(const Graph& g, int t, std::vector<int>& fused) const {
+    if (g.is_graph_output(t) || count_uses(g, t) != 2) return -1;
+    int hs = -1, mul = -1;
+    for (int n : cons_[t]) {
+      if (g.nodes[n].dead) continue;
+      if (is_onnx_op(g.nodes[n], "HardSigmoid")) hs = n;
+      else if (is_onnx_op(g.nodes[n], "Mul")) mul = n;
+    }
+    if (hs < 0 || mul < 0) return -1;
+    const Node& h = g.nodes[hs];
+    const Node& m = g.nodes[mul];
+    if (h.inputs.size() != 1 || h.outputs.size() != 1 || m.inputs.size() != 2 || m.outputs.size() != 1) return -1;
+    if (std::fabs(h.attr_float("alpha", 0.2f) - 1.0f / 6) > 1e-6f || h.attr_float("beta", 0.5f) != 0.5f) return -1;
+    int hv = h.outputs[0];
+    bool pair = (m.inputs[0] == t && m.inputs[1] == hv) || (m.inputs[0] == hv && m.inputs[1] == t);
+    if (!pair || sole_consumer(g, cons_, hv) != mul || m.outputs[0] < 0) return -1;
+    fused.push_back(hs);
+    fused.push_back(mul);
+    return mul;
   }
 
   std::vector<std::vector<int>> cons_;

@@ -211,6 +211,8 @@ Result<std::unique_ptr<Plan>> make_plan(const Graph& g, const std::vector<std::u
       for (size_t s = 0; s < ns && !redo; ++s) {
         if (!sup[s].supported) continue;
         auto k = dnnl_create(request_for(s));
+        // oneDNN's reference implementations ("ref:any") are slower than our own kernels.
+        if (k.is_ok() && k.value() && k.value()->impl_name().find("ref:") != std::string::npos) k = Status::error("oneDNN offers only its reference implementation: " + k.value()->impl_name());
         if (!k.is_ok() || !k.value()) {
           if (verbose())
             fprintf(stderr, "infera: %s declined by oneDNN: %s\n", g.nodes[p->steps[s].node].label().c_str(),

@@ -1,6 +1,10 @@
 #include "runtime/executor.h"
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 
 namespace infera {
 
@@ -20,6 +24,9 @@ Result<std::vector<Tensor>> execute_plan(const Graph& g, Plan& plan, const std::
   }
   std::vector<const TensorRef*> ip;
   std::vector<TensorRef*> op;
+  // INFERA_PROFILE=1: time per op kind and implementation, printed after each run.
+  static const bool profile = std::getenv("INFERA_PROFILE") != nullptr;
+  std::map<std::string, std::pair<double, int>> by_kind;
   for (PlanStep& st : plan.steps) {
     const Node& n = g.nodes[st.node];
     if (st.dynamic) {
@@ -57,8 +64,22 @@ Result<std::vector<Tensor>> execute_plan(const Graph& g, Plan& plan, const std::
     for (size_t o = 0; o < n.outputs.size(); ++o)
       if (n.outputs[o] >= 0) op[o] = &refs[n.outputs[o]];
     ComputeContext ctx(n, ip, op, num_threads);
+    auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     Status s = st.accel ? st.accel->run(ctx) : st.op->compute(ctx);
     if (!s.is_ok()) return s;
+    if (profile) {
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      auto& e = by_kind[(n.domain.empty() ? "" : n.domain + ".") + n.op_type + (st.accel ? " [dnnl]" : " [ref]")];
+      e.first += ms;
+      e.second++;
+    }
+  }
+  if (profile) {
+    double total = 0;
+    for (auto& [k, e] : by_kind) total += e.first;
+    fprintf(stderr, "infera profile: %.3f ms in %zu steps\n", total, plan.steps.size());
+    for (auto& [k, e] : by_kind)
+      fprintf(stderr, "  %-36s %5d x %10.3f ms %5.1f%%\n", k.c_str(), e.second, e.first, 100 * e.first / total);
   }
   std::vector<Tensor> outs;
   for (int v : g.outputs) {

@@ -3,17 +3,21 @@
 #   1. Debian's libonnx-testdata node tests (onnx 1.12, /usr/share/libonnx-testdata/data/node),
 #   2. the node tests of the installed PyPI onnx wheel (newer opsets), written by select_tests.py,
 # each restricted to tests of the ops in issue #2's list (see select_tests.py), with the skips of
-# tests/conformance/skips.txt. Full logs go to $LOG_DIR (default build/test-logs); the console gets
-# failing lines and each source's count. Last line: `N passed, M failed, K skipped`.
+# tests/conformance/skips.txt (a line may name its source: see skips_for). Full logs go to $LOG_DIR
+# (default build/test-logs); the console gets failing lines and each source's count.
+# Last line: `N passed, M failed, K skipped`.
 #
 # Usage: bash tests/conformance/run_conformance.sh [--only debian|onnx] [--verbose] [--keep DIR]
-# Env:   INFERA (default build/infera), PYTHON (default python3 on PATH, needs PyPI onnx),
+# Env:   INFERA (default build/infera), PYTHON (needs PyPI onnx; default .venv/bin/python if
+#        scripts/setup_debian.sh made one, else python3),
 #        ONNX_TESTDATA (default /usr/share/libonnx-testdata/data/node)
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 
 INFERA=${INFERA:-build/infera}
-PYTHON=${PYTHON:-python3}
+if [ -z "${PYTHON:-}" ]; then
+  if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+fi
 ONNX_TESTDATA=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data/node}
 LOG_DIR=${LOG_DIR:-build/test-logs}
 SKIPS=tests/conformance/skips.txt
@@ -38,10 +42,24 @@ else work=$(mktemp -d -t infera-conformance-XXXXXX); trap 'rm -rf "$work"' EXIT;
 
 total_pass=0 total_fail=0 total_skip=0
 
+# skips_for SOURCE: the lines of skips.txt for that source, in infera check's format. A line may be
+# qualified (`debian:test_elu  # reason`, `onnx:test_elu  # reason`): the same test name can mean
+# different opsets in the two sources. Unqualified names apply to both.
+skips_for() {
+  sed -e 's/^[[:space:]]*//' "$SKIPS" | grep -v -e '^#' -e '^$' | while IFS= read -r line; do
+    case "$line" in
+      "$1":*) echo "${line#"$1":}" ;;
+      debian:*|onnx:*) ;;
+      *) echo "$line" ;;
+    esac
+  done
+}
+
 # run_source NAME: expects $work/NAME filled; runs infera check, adds its counts to the totals.
 run_source() {
   local name=$1 dir=$work/$1 log=$LOG_DIR/conformance-$1.log rc last p f s
-  "$INFERA" check "$dir" --skip-file "$SKIPS" >"$log" 2>&1
+  skips_for "$name" >"$work/skips-$name.txt"
+  "$INFERA" check "$dir" --skip-file "$work/skips-$name.txt" >"$log" 2>&1
   rc=$?
   last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
   if [ "$verbose" = 1 ]; then cat "$log"
@@ -81,10 +99,15 @@ if [ -z "$only" ] || [ "$only" = onnx ]; then
   fi
 fi
 
-# A skip naming a test that no source selects is stale (renamed test, or op no longer ours).
-selected=$(cat "$LOG_DIR"/conformance-*-selected.txt 2>/dev/null)
+# A skip naming a test that its source(s) did not select is stale (renamed test, op no longer ours).
 while read -r t; do
-  if ! grep -qxF "$t" <<<"$selected"; then echo "conformance: skips.txt names $t, which no source selected"; fi
+  src=""; name=$t
+  case "$t" in debian:*|onnx:*) src=${t%%:*}; name=${t#*:} ;; esac
+  # shellcheck disable=SC2206  # the glob is wanted when no source is named
+  files=("$LOG_DIR"/conformance-${src:-*}-selected.txt)
+  if ! cat "${files[@]}" 2>/dev/null | grep -qxF "$name"; then
+    echo "conformance: skips.txt names $t, which ${src:-no source} did not select"
+  fi
 done < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e 's/^[[:space:]]*//' "$SKIPS" | grep -v '^$')
 
 echo "$total_pass passed, $total_fail failed, $total_skip skipped"

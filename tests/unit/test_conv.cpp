@@ -2,6 +2,8 @@
 // direct loops in this file, on seeded random data, over attribute combinations.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "op_test_util.h"
 #include "ops/conv.h"
 
@@ -104,17 +106,17 @@ void check_conv(const Cfg& c, uint32_t seed) {
 
 TEST(ConvOp, MatchesDirectLoops) {
   std::vector<Cfg> cfgs = {
-      {{1, 3, 10}, {4, 3, 3}, {}, {}, {}, 1, "", true},                                      // 1D
-      {{2, 3, 9, 11}, {5, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {}, 1, "", true},                   // 2D pad 1
-      {{1, 4, 13, 12}, {6, 2, 3, 2}, {2, 3}, {1, 0, 2, 1}, {2, 1}, 2, "", true},              // group, dil, asym
-      {{2, 6, 8, 8}, {6, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 6, "", false},                   // depthwise
-      {{1, 8, 7, 7}, {12, 8, 1, 1}, {}, {}, {}, 1, "", true},                                 // 1x1 direct
-      {{1, 3, 40, 30}, {7, 3, 5, 5}, {1, 1}, {2, 2, 2, 2}, {}, 1, "", true},                  // > 1 column tile
+      {{1, 3, 10}, {4, 3, 3}, {}, {}, {}, 1, "", true},                                           // 1D
+      {{2, 3, 9, 11}, {5, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {}, 1, "", true},                       // 2D pad 1
+      {{1, 4, 13, 12}, {6, 2, 3, 2}, {2, 3}, {1, 0, 2, 1}, {2, 1}, 2, "", true},                  // group, dil, asym
+      {{2, 6, 8, 8}, {6, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 6, "", false},                       // depthwise
+      {{1, 8, 7, 7}, {12, 8, 1, 1}, {}, {}, {}, 1, "", true},                                     // 1x1 direct
+      {{1, 3, 40, 30}, {7, 3, 5, 5}, {1, 1}, {2, 2, 2, 2}, {}, 1, "", true},                      // > 1 column tile
       {{1, 2, 5, 6, 7}, {3, 2, 2, 3, 2}, {1, 2, 1}, {0, 1, 1, 1, 0, 0}, {1, 1, 2}, 1, "", true},  // 3D
       {{1, 3, 7, 8}, {2, 3, 3, 3}, {2, 2}, {}, {}, 1, "SAME_UPPER", true},
       {{1, 3, 7, 8}, {2, 3, 4, 4}, {2, 3}, {}, {}, 1, "SAME_LOWER", true},
       {{1, 3, 7, 8}, {2, 3, 3, 2}, {2, 2}, {}, {}, 1, "VALID", false},
-      {{3, 16, 9, 9}, {33, 16, 3, 3}, {1, 1}, {1, 1, 1, 1}, {}, 1, "", true},                 // row edge tiles
+      {{3, 16, 9, 9}, {33, 16, 3, 3}, {1, 1}, {1, 1, 1, 1}, {}, 1, "", true},  // row edge tiles
   };
   uint32_t seed = 100;
   for (const Cfg& c : cfgs) check_conv(c, seed += 10);
@@ -133,8 +135,8 @@ TEST(ConvOp, Float64AndKernelShapeAttr) {
   double e = 0;
   for (int c = 0; c < 2; ++c)
     for (int i = 0; i < 3; ++i)
-      for (int j = 0; j < 3; ++j) e += w.data_as<double>()[((1 * 2 + c) * 3 + i) * 3 + j] *
-                                       x.data_as<double>()[(c * 5 + 2 + i) * 5 + j];
+      for (int j = 0; j < 3; ++j)
+        e += w.data_as<double>()[((1 * 2 + c) * 3 + i) * 3 + j] * x.data_as<double>()[(c * 5 + 2 + i) * 5 + j];
   EXPECT_NEAR(y.data_as<double>()[(1 * 3 + 2) * 3 + 0], e, 1e-12);
 }
 
@@ -163,6 +165,63 @@ TEST(ConvOp, RefusesBadAttributesAndShapes) {
   EXPECT_FALSE(r.is_ok());
   r = run_op("Conv", {{"strides", attr_ints({int64_t(1) << 40, 1})}}, {x, w});
   EXPECT_FALSE(r.is_ok());
+  r = run_op("Conv", {{"dilations", attr_ints({int64_t(1) << 31, 1})}}, {x, w});  // valid value, kernel too big
+  EXPECT_FALSE(r.is_ok());
+  r = run_op("ConvTranspose", {{"strides", attr_ints({int64_t(1) << 31, 1 << 30})}},
+             {x, random_tensor({4, 2, 3, 3}, 5)});
+  EXPECT_FALSE(r.is_ok());
+  r = run_op("ConvTranspose", {{"pads", attr_ints({3, 3, 3, 3})}},
+             {random_tensor({1, 4, 1, 1}, 6), random_tensor({4, 2, 3, 3}, 5)});
+  EXPECT_FALSE(r.is_ok());  // output would be < 1
+}
+
+// Runs a node with all inputs known and `threads` threads (run_op uses one thread).
+Tensor run_threads(const std::string& op, std::map<std::string, Attribute> attrs, const std::vector<Tensor>& ins,
+                   int threads) {
+  Node n;
+  n.name = "t";
+  n.op_type = op;
+  n.attrs = std::move(attrs);
+  for (size_t i = 0; i < ins.size(); ++i) n.inputs.push_back(static_cast<int>(i));
+  n.outputs = {static_cast<int>(ins.size())};
+  auto k = make_kernel(n, 17);
+  EXPECT_TRUE(k.is_ok()) << k.message();
+  std::vector<ValueInfo> infos(ins.size());
+  std::vector<const ValueInfo*> ip;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    infos[i].dtype = ins[i].dtype();
+    infos[i].shape = Shape::of(ins[i].dims());
+    ip.push_back(&infos[i]);
+  }
+  InferContext ictx(n, 17, ip);
+  EXPECT_TRUE(k.value()->infer(ictx).is_ok());
+  Tensor y = Tensor::make(ictx.outputs()[0].dtype, ictx.outputs()[0].shape.concrete()).take();
+  std::vector<TensorRef> refs;
+  for (const Tensor& t : ins) refs.push_back(TensorRef::of(t));
+  std::vector<const TensorRef*> cp;
+  for (auto& r : refs) cp.push_back(&r);
+  TensorRef yr = TensorRef::of(y);
+  ComputeContext cctx(n, cp, {&yr}, threads);
+  EXPECT_TRUE(k.value()->compute(cctx).is_ok());
+  return y;
+}
+
+TEST(ConvOp, ThreadsGiveIdenticalResults) {
+  struct T {
+    std::string op;
+    std::vector<int64_t> x, w;
+    int64_t group;
+  };
+  for (const T& t : std::vector<T>{{"Conv", {1, 8, 30, 30}, {20, 8, 3, 3}, 1},
+                                   {"Conv", {2, 3, 9, 9}, {6, 1, 3, 3}, 3},
+                                   {"Conv", {1, 4, 8, 8}, {4, 1, 3, 3}, 4},
+                                   {"ConvTranspose", {2, 4, 7, 7}, {4, 3, 3, 3}, 2}}) {
+    Tensor x = random_tensor(t.x, 1), w = random_tensor(t.w, 2);
+    std::map<std::string, Attribute> a = {{"group", attr_i(t.group)}, {"pads", attr_ints({1, 1, 1, 1})}};
+    Tensor y1 = run_threads(t.op, a, {x, w}, 1), y2 = run_threads(t.op, a, {x, w}, 2);
+    ASSERT_EQ(y1.dims(), y2.dims());
+    EXPECT_EQ(std::memcmp(y1.data(), y2.data(), y1.nbytes()), 0) << t.op;
+  }
 }
 
 TEST(ConvOp, SymbolicBatchPropagates) {

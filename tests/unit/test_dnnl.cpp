@@ -274,6 +274,14 @@ TEST(DnnlConv, ResNetShapes) {
   c.const_inputs = {1, 2};
   check(c, "resnet 3x3");
   check(c, "resnet 3x3", 1e-4, 3);  // Y in Z's buffer
+  // Shapes where oneDNN has Winograd kernels (2x3 and 4x3 tiles): still within tolerance.
+  for (auto [n, ch, hw] : {std::tuple{1, 128, 28}, std::tuple{4, 64, 20}, std::tuple{2, 256, 14}}) {
+    c.inputs = {random_tensor({n, ch, hw, hw}, 20 + ch), random_tensor({ch, ch, 3, 3}, 21 + ch, -0.1f, 0.1f),
+                random_tensor({ch}, 22 + ch), random_tensor({n, ch, hw, hw}, 23 + ch)};
+    check(c, "3x3 " + std::to_string(ch) + "ch " + std::to_string(hw) + "px batch " + std::to_string(n));
+  }
+  c.inputs = {random_tensor({1, 64, 14, 14}, 1), random_tensor({64, 64, 3, 3}, 2, -0.1f, 0.1f),
+              random_tensor({64}, 3), random_tensor({1, 64, 14, 14}, 4)};
   c.inputs[0] = random_tensor({1, 64, 14, 14}, 8);
   c.inputs[1] = random_tensor({256, 64, 1, 1}, 9, -0.1f, 0.1f);
   c.inputs[2] = random_tensor({256}, 10);

@@ -78,7 +78,8 @@ TEST(ElementwiseUnary, FloatOpsMatchFormulas) {
       {"Sign", {}, [](double x) { return x > 0 ? 1 : x < 0 ? -1 : 0; }, -3, 3},
       {"Sin", {}, [](double x) { return std::sin(x); }, -3, 3},
       {"Atan", {}, [](double x) { return std::atan(x); }, -3, 3},
-      {"Celu", {{"alpha", attr_f(2.f)}}, [](double x) { return std::max(0.0, x) + std::min(0.0, 2 * (std::exp(x / 2) - 1)); }, -3, 3},
+      {"Celu", {{"alpha", attr_f(2.f)}},
+       [](double x) { return std::max(0.0, x) + std::min(0.0, 2 * (std::exp(x / 2) - 1)); }, -3, 3},
       {"Mish", {}, [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }, -3, 3},
       {"Gelu", {}, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -3, 3},
       {"ThresholdedRelu", {{"alpha", attr_f(0.5f)}}, [](double x) { return x > 0.5 ? x : 0; }, -3, 3},
@@ -258,7 +259,12 @@ TEST(ElementwiseBinary, IntegerDivModTruncation) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.message().find("division by zero"), std::string::npos);
   Tensor f = random_tensor({4}, 3);
-  EXPECT_FALSE(run_op("Mod", {}, {f, f}).is_ok());  // float Mod needs fmod=1
+  Tensor fa = make_tensor<float>(DataType::kFloat32, {4}, {-3.f, 3.f, 0.f, 5.5f});
+  Tensor fb = make_tensor<float>(DataType::kFloat32, {4}, {2.f, -2.f, -2.f, 2.f});
+  auto pm = ok_run("Mod", {}, {fa, fb});  // fmod=0 on floats: sign of the divisor, as numpy.mod
+  EXPECT_EQ(std::vector<float>(pm[0].data_as<float>(), pm[0].data_as<float>() + 4),
+            (std::vector<float>{1.f, -1.f, -0.f, 1.5f}));
+  EXPECT_TRUE(std::signbit(pm[0].data_as<float>()[2]));
   auto fm = ok_run("Mod", {{"fmod", attr_i(1)}}, {f, make_tensor<float>(DataType::kFloat32, {1}, {0.3f})});
   for (int i = 0; i < 4; ++i) EXPECT_EQ(fm[0].data_as<float>()[i], std::fmod(f.data_as<float>()[i], 0.3f));
 }
@@ -340,7 +346,8 @@ TEST(ElementwiseVariadic, MaxMinSumMean) {
       for (size_t k = 0; k < ins.size(); ++k) v.push_back(ins[k].data_as<float>()[bcast_index(i, shapes[k], so)]);
       const std::string s = op;
       float r = v[0];
-      for (size_t k = 1; k < v.size(); ++k) r = s == "Max" ? std::max(r, v[k]) : s == "Min" ? std::min(r, v[k]) : r + v[k];
+      for (size_t k = 1; k < v.size(); ++k)
+        r = s == "Max" ? std::max(r, v[k]) : s == "Min" ? std::min(r, v[k]) : r + v[k];
       want.data_as<float>()[i] = s == "Mean" ? r / 3 : r;
     }
     EXPECT_LT(normalized_error(o[0], want), 1e-6) << op;

@@ -245,6 +245,50 @@ TEST(PassFoldConstants, SymbolicShapeStays) {
   EXPECT_EQ(count_op(b.g, "Shape"), 1);
 }
 
+TEST(PassFoldConstants, KnownDimsOfSymbolicShape) {
+  Builder b(17);
+  int x = b.input("x", Shape({Dim::sym("batch"), Dim(6), Dim(2)}));
+  int s = b.node("Shape", {x});
+  int n = b.node("Gather", {s, b.constant("i0", i64s({1}, {0}))});       // the batch: stays
+  int c = b.node("Gather", {s, b.constant("i1", i64s({1}, {-2}))});      // 6
+  int h = b.node("Gather", {s, b.constant("i2", i64s({}, {2}))});        // 2, a scalar
+  int c3 = b.node("Div", {c, b.constant("three", i64s({1}, {3}))});
+  int hu = b.node("Unsqueeze", {h, b.constant("axes", i64s({1}, {0}))});
+  int shp = b.node("Concat", {n, b.constant("three2", i64s({1}, {3})), c3, hu}, {{"axis", attr_i(0)}});
+  b.output(b.node("Reshape", {x, shp}));
+  auto p = make_fold_constants();
+  run_and_compare(b.g, *p);
+  auto dead = make_eliminate_dead_nodes();
+  run_and_compare(b.g, *dead);
+  ASSERT_EQ(ops_of(b.g), std::vector<std::string>{"Reshape"});
+  const Tensor* t = b.g.values[b.g.nodes[0].inputs[1]].constant.get();
+  ASSERT_TRUE(t);
+  EXPECT_EQ(std::vector<int64_t>(t->data_as<int64_t>(), t->data_as<int64_t>() + t->numel()),
+            (std::vector<int64_t>{0, 3, 2, 2}));
+}
+
+// PyTorch's channel shuffle: x.view(n, g, c/g, h, w).transpose(1, 2).view(n, -1, h, w) with n symbolic.
+TEST(PassFoldConstants, ChannelShuffleWithSymbolicBatch) {
+  Builder b(13);
+  int x = b.input("x", Shape({Dim::sym("batch"), Dim(6), Dim(2), Dim(2)}));
+  auto batch_piece = [&](int src) {
+    int s = b.node("Shape", {src});
+    int n = b.node("Gather", {s, b.constant("i" + std::to_string(b.count), i64s({}, {0}))});
+    return b.node("Unsqueeze", {n, b.constant("ax" + std::to_string(b.count), i64s({1}, {0}))});
+  };
+  int s1 = b.node("Concat", {batch_piece(x), b.constant("rest1", i64s({4}, {2, 3, 2, 2}))}, {{"axis", attr_i(0)}});
+  int r1 = b.node("Reshape", {x, s1});
+  int t = b.node("Transpose", {r1}, {{"perm", attr_ints({0, 2, 1, 3, 4})}});
+  int s2 = b.node("Concat", {batch_piece(x), b.constant("rest2", i64s({3}, {-1, 2, 2}))}, {{"axis", attr_i(0)}});
+  b.output(b.node("Reshape", {t, s2}));
+  auto p = make_fold_constants();
+  run_and_compare(b.g, *p);
+  auto dead = make_eliminate_dead_nodes();
+  run_and_compare(b.g, *dead);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"Reshape", "Transpose", "Reshape"}));
+  EXPECT_EQ(b.g.values[b.g.outputs[0]].shape.str(), "[batch,6,2,2]");
+}
+
 TEST(PassFoldConstants, ConstantNodeFolds) {
   Builder b;
   int x = b.input("x", {2, 3});
@@ -427,6 +471,18 @@ TEST(PassFuseConvActivation, ResidualAddAndOldClip) {
   EXPECT_EQ(b.g.nodes[0].inputs[3], b.g.find_value("x"));
   EXPECT_EQ(b.g.nodes[0].attr_string("activation", "?"), "Clip");
   EXPECT_EQ(b.g.nodes[1].attr_string("activation", "?"), "");
+}
+
+TEST(PassFuseConvActivation, HardSwishAsHardSigmoidTimesX) {
+  Builder b(13);
+  int x = b.input("x", {1, 3, 5, 5});
+  int c = b.node("Conv", {x, b.constant("W", random_tensor({4, 3, 3, 3}, 1)), b.constant("B", random_tensor({4}, 2, 2.f, 4.f))});
+  int h = b.node("HardSigmoid", {c}, {{"alpha", attr_f(1.f / 6)}, {"beta", attr_f(0.5f)}});
+  b.output(b.node("Mul", {h, c}));
+  auto p = make_fuse_conv_activation();
+  run_and_compare(b.g, *p);
+  ASSERT_EQ(ops_of(b.g), std::vector<std::string>{"FusedConv"});
+  EXPECT_EQ(b.g.nodes[0].attr_string("activation", ""), "HardSwish");
 }
 
 TEST(PassFuseConvActivation, GemmAndRefusals) {

@@ -107,10 +107,10 @@ TEST(PoolOp, MatchesNaiveWindows) {
   std::vector<PCfg> cfgs = {
       {{1, 2, 9}, {3}, {2}, {1, 1}},
       {{2, 3, 8, 9}, {3, 3}, {2, 2}, {1, 1, 1, 1}},
-      {{1, 2, 7, 7}, {3, 3}, {2, 2}, {}, {}, true},                      // ceil
-      {{1, 2, 7, 8}, {3, 2}, {2, 3}, {1, 0, 1, 1}, {}, true, true},      // ceil + include_pad
-      {{1, 2, 9, 9}, {2, 3}, {1, 2}, {0, 1, 1, 0}, {2, 2}},              // dilations
-      {{1, 1, 2, 2}, {1, 1}, {2, 2}, {}, {}, true},                      // ceil: output reduced to 1
+      {{1, 2, 7, 7}, {3, 3}, {2, 2}, {}, {}, true},                  // ceil
+      {{1, 2, 7, 8}, {3, 2}, {2, 3}, {1, 0, 1, 1}, {}, true, true},  // ceil + include_pad
+      {{1, 2, 9, 9}, {2, 3}, {1, 2}, {0, 1, 1, 0}, {2, 2}},          // dilations
+      {{1, 1, 2, 2}, {1, 1}, {2, 2}, {}, {}, true},                  // ceil: output reduced to 1
       {{1, 3, 6, 7}, {3, 3}, {2, 2}, {}, {}, false, false, "SAME_UPPER"},
       {{1, 3, 6, 7}, {2, 4}, {1, 1}, {}, {}, false, true, "SAME_LOWER"},
       {{1, 1, 5, 5}, {3, 3}, {1, 1}, {2, 2, 2, 2}, {}, false, true},
@@ -137,8 +137,8 @@ TEST(PoolOp, MaxPool3dAndStorageOrder) {
   for (int i = 0; i < 25; ++i) v2[i] = float(i + 1);
   Tensor x2 = make_tensor<float>(DataType::kFloat32, {1, 1, 5, 5}, v2);
   r = run_op("MaxPool",
-             {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}, {"storage_order", attr_i(1)}},
-             {x2}, 2);
+             {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}, {"storage_order", attr_i(1)}}, {x2},
+             2);
   ASSERT_TRUE(r.is_ok()) << r.message();
   const int64_t* ix = r.value()[1].data_as<int64_t>();
   EXPECT_EQ(std::vector<int64_t>(ix, ix + 4), (std::vector<int64_t>{6, 16, 8, 18}));
@@ -153,7 +153,7 @@ TEST(PoolOp, MaxPoolUint8AndErrors) {
   Tensor f = random_tensor({1, 1, 4, 4}, 3);
   EXPECT_FALSE(run_op("MaxPool", {}, {f}).is_ok());  // kernel_shape required
   EXPECT_FALSE(run_op("MaxPool", {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({0, 1})}}, {f}).is_ok());
-  EXPECT_FALSE(run_op("AveragePool", {{"kernel_shape", attr_ints({2})}}, {f}).is_ok());  // rank mismatch
+  EXPECT_FALSE(run_op("AveragePool", {{"kernel_shape", attr_ints({2})}}, {f}).is_ok());     // rank mismatch
   EXPECT_FALSE(run_op("AveragePool", {{"kernel_shape", attr_ints({5, 5})}}, {f}).is_ok());  // kernel > input
   EXPECT_FALSE(run_op("AveragePool", {{"kernel_shape", attr_ints({2, 2})}}, {x}).is_ok());  // avg of uint8
 }
@@ -239,8 +239,8 @@ TEST(BatchNormOp, TrainingModeStatistics) {
     double v = q / 12;
     EXPECT_NEAR(r.value()[1].data_as<float>()[c], mean.data_as<float>()[c] * 0.8 + m * 0.2, 1e-6);
     EXPECT_NEAR(r.value()[2].data_as<float>()[c], var.data_as<float>()[c] * 0.8 + v * 0.2, 1e-6);
-    float y0 = float((x.data_as<float>()[c * 4] - m) / std::sqrt(v + 1e-5) * sc.data_as<float>()[c] +
-                     b.data_as<float>()[c]);
+    float y0 =
+        float((x.data_as<float>()[c * 4] - m) / std::sqrt(v + 1e-5) * sc.data_as<float>()[c] + b.data_as<float>()[c]);
     EXPECT_NEAR(r.value()[0].data_as<float>()[c * 4], y0, 1e-5);
   }
 }
@@ -266,14 +266,15 @@ TEST(LrnOp, MatchesFormula) {
   Tensor x = random_tensor({2, 5, 3, 3}, 31);
   const float alpha = 2e-3f, beta = 0.6f, bias = 1.5f;
   const int64_t size = 4;
-  auto r = run_op("LRN", {{"alpha", attr_f(alpha)}, {"beta", attr_f(beta)}, {"bias", attr_f(bias)}, {"size", attr_i(size)}},
-                  {x});
+  auto r = run_op(
+      "LRN", {{"alpha", attr_f(alpha)}, {"beta", attr_f(beta)}, {"bias", attr_f(bias)}, {"size", attr_i(size)}}, {x});
   ASSERT_TRUE(r.is_ok()) << r.message();
   for (int n = 0; n < 2; ++n)
     for (int c = 0; c < 5; ++c)
       for (int i = 0; i < 9; ++i) {
         double sq = 0;
-        for (int cc = std::max(0, c - 1); cc <= std::min(4, c + 2); ++cc) sq += std::pow(x.data_as<float>()[(n * 5 + cc) * 9 + i], 2);
+        for (int cc = std::max(0, c - 1); cc <= std::min(4, c + 2); ++cc)
+          sq += std::pow(x.data_as<float>()[(n * 5 + cc) * 9 + i], 2);
         double e = x.data_as<float>()[(n * 5 + c) * 9 + i] / std::pow(bias + alpha / size * sq, beta);
         EXPECT_NEAR(r.value()[0].data_as<float>()[(n * 5 + c) * 9 + i], e, 1e-6);
       }

@@ -173,7 +173,7 @@ TEST(TensorOps, TransposeRandomPerms) {
 
 TEST(TensorOps, SplitThenConcatRoundTrips) {
   Tensor x = iota({3, 7, 2}, DataType::kInt64);
-  auto s = run_op("Split", {}, {x, i64({2, 0, 5})}, 3, 13, {1});
+  auto s = run_op("Split", {{"axis", attr_i(1)}}, {x, i64({2, 0, 5})}, 3, 13, {1});
   ASSERT_TRUE(s.is_ok()) << s.message();
   EXPECT_EQ(s.value()[1].dims(), (std::vector<int64_t>{3, 0, 2}));
   for (int64_t i = 0; i < s.value()[2].numel(); ++i) {
@@ -547,6 +547,23 @@ TEST(TensorOps, ResizeTfCropAndResizeExtrapolates) {
   EXPECT_NEAR(at(o, 4), 3.f * 4 + 3.f, 1e-5);
   EXPECT_EQ(at(o, 2), -9.f);
   EXPECT_EQ(at(o, 6), -9.f);
+}
+
+TEST(TensorOps, HostileSizesAreRefused) {
+  Tensor x = random_tensor({2, 3}, 13);
+  const int64_t huge = int64_t(1) << 62;
+  EXPECT_FALSE(run_op("Tile", {}, {x, i64({huge, 4})}, 1, 13, {1}).is_ok());
+  EXPECT_FALSE(run_op("Expand", {}, {x, i64({huge, 1 << 20, 3})}, 1, 13, {1}).is_ok());
+  EXPECT_FALSE(run_op("Pad", {}, {x, i64({huge, 0, 0, 0})}, 1, 13, {1}).is_ok());
+  EXPECT_FALSE(run_op("ConstantOfShape", {}, {i64({huge, huge})}, 1, 13, {0}).is_ok());
+  EXPECT_FALSE(run_op("Reshape", {}, {x, i64({-1, -2})}, 1, 13, {1}).is_ok());
+  EXPECT_FALSE(run_op("Range", {}, {make_tensor<int64_t>(DataType::kInt64, {}, {INT64_MIN}), make_tensor<int64_t>(DataType::kInt64, {}, {INT64_MAX}),
+                                     make_tensor<int64_t>(DataType::kInt64, {}, {1})}, 1, 13, {0, 1, 2}).is_ok());
+  EXPECT_FALSE(run_op("Resize", {}, {x, Tensor(), f32({1e9f, 1e9f})}, 1, 13, {2}).is_ok());
+  EXPECT_FALSE(run_op("Resize", {{"mode", attr_s("linear")}}, {x, Tensor(), f32({1, 0})}, 1, 18, {2}).is_ok());
+  EXPECT_FALSE(run_op("DepthToSpace", {{"blocksize", attr_i(huge)}}, {random_tensor({1, 4, 2, 2}, 1)}, 1, 13).is_ok());
+  EXPECT_FALSE(run_op("Slice", {}, {x, i64({0}), i64({1}), i64({5}), i64({1})}, 1, 13, {1, 2, 3, 4}).is_ok());
+  EXPECT_FALSE(run_op("Gather", {{"axis", attr_i(2)}}, {x, i64({0})}).is_ok());
 }
 
 }  // namespace

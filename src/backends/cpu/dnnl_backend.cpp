@@ -195,6 +195,49 @@ void log_impl(const AccelRequest& req, const std::string& impl) {
   if (verbose()) std::fprintf(stderr, "infera dnnl: %s -> %s\n", req.node->label().c_str(), impl.c_str());
 }
 
+std::pair<Layout, Layout> pick_layouts(Layout src, Layout dst,
+                                       const std::function<std::string(Layout, Layout)>& impl_of, bool gemm_ok) {
+  using L = Layout;
+  const std::pair<L, L> cands[] = {
+      {src, dst}, {src, L::kBlocked}, {L::kBlocked, L::kBlocked}, {L::kPlain, L::kBlocked}, {L::kPlain, L::kPlain}};
+  // Rank: reference 0, im2col/gemm 1, direct jit/brgemm 2; the first best candidate wins.
+  auto rank = [gemm_ok](const std::string& impl) {
+    if (impl.rfind("ref", 0) == 0) return 0;
+    return !gemm_ok && impl.find("gemm") != std::string::npos && impl.find("brg") == std::string::npos ? 1 : 2;
+  };
+  std::pair<L, L> best{src, dst};
+  int best_rank = -1;
+  for (size_t i = 0; i < std::size(cands) && best_rank < 2; ++i) {
+    bool seen = false;
+    for (size_t j = 0; j < i; ++j) seen = seen || cands[j] == cands[i];
+    if (seen) continue;
+    try {
+      const int r = rank(impl_of(cands[i].first, cands[i].second));
+      if (r > best_rank) best = cands[i], best_rank = r;
+    } catch (const dnnl::error&) {
+    }
+  }
+  return best;
+}
+
+memory input_as(DnnlKernel& k, int slot, const memory::desc& given, const memory::desc& want) {
+  memory bound = k.bind_input(slot, given);
+  if (given == want) return bound;
+  memory scratch = k.own(want, false);
+  k.add_step(dnnl::reorder(bound, scratch), {{DNNL_ARG_FROM, bound}, {DNNL_ARG_TO, scratch}});
+  return scratch;
+}
+
+OutputAs output_as(DnnlKernel& k, int slot, const memory::desc& given, const memory::desc& want) {
+  memory bound = k.bind_output(slot, given);
+  return {given == want ? bound : k.own(want, false), bound};
+}
+
+void OutputAs::finish(DnnlKernel& k) const {
+  if (compute.get() == bound.get()) return;
+  k.add_step(dnnl::reorder(compute, bound), {{DNNL_ARG_FROM, compute}, {DNNL_ARG_TO, bound}});
+}
+
 // ---------------------------------------------------------------- dispatch
 namespace {
 

@@ -1,8 +1,10 @@
 // Conv and com.infera.FusedConv (X, W, B?, Z?; act(conv + B + Z)) through oneDNN convolution:
 // constant weights reordered once into the primitive's format, residual Z as a sum post-op
 // (in place when Y is Z's buffer; else a binary-add post-op or a copy into Y first), the
-// activation as eltwise post-ops.
-// 1-D convs run as 2-D with H = 1.
+// activation as eltwise post-ops. 3x3 stride-1 convs use Winograd where oneDNN has it
+// (INFERA_DNNL_WINOGRAD=0 turns that off). 1-D convs run as 2-D with H = 1.
+#include <cstdlib>
+
 #include "backends/cpu/dnnl_internal.h"
 #include "ops/conv.h"
 
@@ -67,6 +69,14 @@ bool plan_conv(const AccelRequest& req, ConvPlan& p) {
   return true;
 }
 
+bool winograd_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("INFERA_DNNL_WINOGRAD");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
 }  // namespace
 
 AccelSupport conv_query(const AccelRequest& req) {
@@ -81,17 +91,21 @@ AccelSupport conv_query(const AccelRequest& req) {
 
 std::unique_ptr<AccelKernel> conv_create(const AccelRequest& req) {
   using namespace dnnl;
+  using When = DnnlKernel::When;
   ConvPlan p;
   if (!plan_conv(req, p)) return nullptr;
   const bool four = req.inputs[0]->shape.rank() == 4;
-  const memory::desc src_md = md_of(p.x, four ? in_layout(req, 0) : Layout::kPlain);
-  const memory::desc dst_md = md_of(p.y, four ? out_layout(req, 0) : Layout::kPlain);
+  const Layout ls = four ? in_layout(req, 0) : Layout::kPlain, ld = four ? out_layout(req, 0) : Layout::kPlain;
   const memory::desc w_any(p.w, memory::data_type::f32, memory::format_tag::any);
   const memory::desc b_md = p.has_bias ? memory::desc({p.y[1]}, memory::data_type::f32, memory::format_tag::a)
                                        : memory::desc();
-  convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_auto, src_md, w_any, b_md, dst_md,
-                              p.strides, p.dilates, p.pad_l, p.pad_r);
-  auto make_pd = [&](int residual, const memory::desc& z_md) {  // 0 none, 1 sum, 2 binary add
+  const memory::desc z_md =
+      p.has_z ? md_of(p.y, req.inputs[3]->shape.rank() == 4 ? in_layout(req, 3) : Layout::kPlain) : memory::desc();
+  // residual: 0 none, 1 sum post-op, 2 binary-add post-op reading Z.
+  algorithm alg = algorithm::convolution_auto;
+  auto make_pd = [&](Layout sl, Layout dl, int residual) {
+    convolution_forward::desc d(prop_kind::forward_inference, alg, md_of(p.x, sl), w_any, b_md, md_of(p.y, dl),
+                                p.strides, p.dilates, p.pad_l, p.pad_r);
     post_ops po;
     if (residual == 1) po.append_sum(1.f);
     if (residual == 2) po.append_binary(algorithm::binary_add, z_md);
@@ -100,33 +114,55 @@ std::unique_ptr<AccelKernel> conv_create(const AccelRequest& req) {
     attr.set_post_ops(po);
     return convolution_forward::primitive_desc(d, attr, engine());
   };
-  const memory::desc z_md =
-      p.has_z ? md_of(p.y, req.inputs[3]->shape.rank() == 4 ? in_layout(req, 3) : Layout::kPlain) : memory::desc();
-  const convolution_forward::primitive_desc pd = make_pd(p.has_z ? 1 : 0, z_md);
+  const int residual = p.has_z ? 1 : 0;
+  bool pointwise = true;  // 1x1, stride 1, no padding: gemm needs no im2col
+  for (size_t i = 0; i < 2; ++i)
+    pointwise = pointwise && p.w[p.w.size() - 2 + i] == 1 && p.strides[i] == 1 && p.pad_l[i] == 0 && p.pad_r[i] == 0;
+  auto [cs, cd] = four ? pick_layouts(
+                             ls, ld, [&](Layout a, Layout b) { return make_pd(a, b, residual).impl_info_str(); },
+                             pointwise)
+                       : std::pair<Layout, Layout>{ls, ld};
+  convolution_forward::primitive_desc pd = make_pd(cs, cd, residual);
+  if (four && winograd_enabled() && p.group == 1 && p.w[2] == 3 && p.w[3] == 3 && p.strides == Dims{1, 1} &&
+      p.dilates == Dims{0, 0}) {
+    // 3x3 stride 1: Winograd does 2.25-4x fewer multiplies; measured ~2x faster than the
+    // direct kernel at batch 1 and 16 on AVX-512 (the auto heuristic only takes it for big batches).
+    alg = algorithm::convolution_winograd;
+    try {
+      pd = make_pd(cs, cd, residual);
+    } catch (const dnnl::error&) {
+      alg = algorithm::convolution_auto;
+    }
+  }
 
   auto k = std::make_unique<DnnlKernel>(p.has_z || !p.act.empty() ? "dnnl fused conv" : "dnnl conv");
-  k->set_impl(pd.impl_info_str());
+  k->set_impl(pd.impl_info_str() + std::string(cs != ls || cd != ld ? " (via reorders)" : ""));
   const memory::format_tag wtag = p.group > 1 ? memory::format_tag::goihw : memory::format_tag::oihw;
   memory w_user(memory::desc(p.w, memory::data_type::f32, wtag), engine(),
                 const_cast<void*>(req.inputs[1]->value->data()));
   memory w = reorder_owned(*k, w_user, pd.weights_desc());
-  memory src = k->bind_input(0, pd.src_desc());
-  memory dst = k->bind_output(0, pd.dst_desc());
+  memory src = input_as(*k, 0, md_of(p.x, ls), pd.src_desc());
+  OutputAs out = output_as(*k, 0, md_of(p.y, ld), pd.dst_desc());
+  memory dst = out.compute;
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
   if (p.has_bias) args[DNNL_ARG_BIAS] = k->bind_input(2, b_md);
   if (!p.has_z) {
+    k->add_step(convolution_forward(pd), std::move(args));
+  } else if (dst.get() != out.bound.get()) {
+    // Computing in a scratch: copy Z into it, sum, reorder into Y.
+    memory z = k->bind_input(3, z_md);
+    k->add_step(reorder(z, dst), {{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, dst}});
     k->add_step(convolution_forward(pd), std::move(args));
   } else {
     // Y already holding Z: sum post-op in place. Otherwise, for the blocked layout, read Z
     // through a binary-add post-op (no copy pass) when the same kernel takes it; else copy Z
     // into Y and sum.
-    using When = DnnlKernel::When;
     memory z = k->bind_input(3, z_md);
     k->add_step(convolution_forward(pd), args, When::kIfAliased, 3, 0);
     bool binary_ok = false;
-    if (z_md == pd.dst_desc() && out_layout(req, 0) == Layout::kBlocked) {
+    if (z_md == pd.dst_desc() && cd == Layout::kBlocked) {
       try {
-        convolution_forward::primitive_desc pd_bin = make_pd(2, z_md);
+        convolution_forward::primitive_desc pd_bin = make_pd(cs, cd, 2);
         if (std::string(pd_bin.impl_info_str()) == pd.impl_info_str()) {
           args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = z;
           k->add_step(convolution_forward(pd_bin), std::move(args), When::kIfDistinct, 3, 0);
@@ -140,6 +176,7 @@ std::unique_ptr<AccelKernel> conv_create(const AccelRequest& req) {
       k->add_step(convolution_forward(pd), std::move(args), When::kIfDistinct, 3, 0);
     }
   }
+  out.finish(*k);
   log_impl(req, k->impl_name());
   return k;
 }

@@ -191,16 +191,22 @@ std::unique_ptr<AccelKernel> binary_create(const AccelRequest& req) {
   BinaryPlan p;
   if (!plan_binary(req, p)) return nullptr;
   const bool b_native = req.inputs[p.bcast]->shape.rank() == static_cast<int>(p.y.size());
-  const memory::desc a_md = md_of(p.y, in_layout(req, p.full));
   const memory::desc b_md = b_native ? md_of(p.b, in_layout(req, p.bcast)) : plain_md(p.b);
-  const memory::desc y_md = md_of(p.y, out_layout(req, 0));
-  binary::desc d(p.alg, a_md, b_md, y_md);
-  binary::primitive_desc pd(d, engine());
+  const Layout la = in_layout(req, p.full), ly = out_layout(req, 0);
+  auto make_pd = [&](Layout al, Layout yl) {
+    return binary::primitive_desc(binary::desc(p.alg, md_of(p.y, al), b_md, md_of(p.y, yl)), engine());
+  };
+  auto [ca, cy] = p.y.size() == 4
+                      ? pick_layouts(la, ly, [&](Layout a, Layout y) { return make_pd(a, y).impl_info_str(); })
+                      : std::pair<Layout, Layout>{la, ly};
+  const binary::primitive_desc pd = make_pd(ca, cy);
   auto k = std::make_unique<DnnlKernel>("dnnl binary");
-  k->set_impl(pd.impl_info_str());
-  k->add_step(binary(pd), {{DNNL_ARG_SRC_0, k->bind_input(p.full, a_md)},
-                           {DNNL_ARG_SRC_1, k->bind_input(p.bcast, b_md)},
-                           {DNNL_ARG_DST, k->bind_output(0, y_md)}});
+  k->set_impl(pd.impl_info_str() + std::string(ca != la || cy != ly ? " (via reorders)" : ""));
+  memory a = input_as(*k, p.full, md_of(p.y, la), pd.src0_desc());
+  memory b = k->bind_input(p.bcast, b_md);
+  OutputAs out = output_as(*k, 0, md_of(p.y, ly), pd.dst_desc());
+  k->add_step(binary(pd), {{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, b}, {DNNL_ARG_DST, out.compute}});
+  out.finish(*k);
   log_impl(req, k->impl_name());
   return k;
 }

@@ -4,6 +4,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -95,6 +96,25 @@ class DnnlKernel : public AccelKernel {
 memory reorder_owned(DnnlKernel& k, const memory& src, const memory::desc& md);
 
 void log_impl(const AccelRequest& req, const std::string& impl);
+
+// The layouts (src, dst) to compute a 4-D op in: the requested ones unless oneDNN has only
+// its reference or im2col-gemm implementation for them (mixed layouts, padded blocked input,
+// plain convs), then the first of (src, blocked), (blocked, blocked), (plain, blocked),
+// (plain, plain) with a better one; reorders bridge the difference. impl_of returns the
+// implementation name for a pair (or throws dnnl::error). gemm_ok: gemm is as good as jit
+// (1x1 stride-1 convs need no im2col; measured: plain gemm beats reorders + jit there).
+std::pair<Layout, Layout> pick_layouts(Layout src, Layout dst,
+                                       const std::function<std::string(Layout, Layout)>& impl_of,
+                                       bool gemm_ok = false);
+// Memory for an input bound to `slot` as the primitive reads it: the bound buffer itself when
+// `want` is its layout, else a kernel-owned scratch filled by a reorder step added now.
+memory input_as(DnnlKernel& k, int slot, const memory::desc& given, const memory::desc& want);
+// The same for an output: `finish` must be called after the main step (adds the reorder).
+struct OutputAs {
+  memory compute, bound;
+  void finish(DnnlKernel& k) const;
+};
+OutputAs output_as(DnnlKernel& k, int slot, const memory::desc& given, const memory::desc& want);
 
 // Op families: query (cheap) and create. Create throws dnnl::error on failure (caught by
 // dnnl_create and turned into a decline).

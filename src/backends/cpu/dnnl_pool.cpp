@@ -84,15 +84,21 @@ std::unique_ptr<AccelKernel> pool_create(const AccelRequest& req) {
   PoolPlan p;
   if (!plan_pool(req, p)) return nullptr;
   const bool four = req.inputs[0]->shape.rank() == 4;
-  const memory::desc src_md = md_of(p.x, four ? in_layout(req, 0) : Layout::kPlain);
-  const memory::desc dst_md = md_of(p.y, four ? out_layout(req, 0) : Layout::kPlain);
-  pooling_v2_forward::desc d(prop_kind::forward_inference, p.alg, src_md, dst_md, p.strides, p.kernel, p.dilates,
-                             p.pad_l, p.pad_r);
-  pooling_v2_forward::primitive_desc pd(d, engine());
+  const Layout ls = four ? in_layout(req, 0) : Layout::kPlain, ld = four ? out_layout(req, 0) : Layout::kPlain;
+  auto make_pd = [&](Layout sl, Layout dl) {
+    pooling_v2_forward::desc d(prop_kind::forward_inference, p.alg, md_of(p.x, sl), md_of(p.y, dl), p.strides,
+                               p.kernel, p.dilates, p.pad_l, p.pad_r);
+    return pooling_v2_forward::primitive_desc(d, engine());
+  };
+  auto [cs, cd] = four ? pick_layouts(ls, ld, [&](Layout a, Layout b) { return make_pd(a, b).impl_info_str(); })
+                       : std::pair<Layout, Layout>{ls, ld};
+  const pooling_v2_forward::primitive_desc pd = make_pd(cs, cd);
   auto k = std::make_unique<DnnlKernel>("dnnl pool");
-  k->set_impl(pd.impl_info_str());
-  memory src = k->bind_input(0, src_md), dst = k->bind_output(0, dst_md);
-  k->add_step(pooling_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  k->set_impl(pd.impl_info_str() + std::string(cs != ls || cd != ld ? " (via reorders)" : ""));
+  memory src = input_as(*k, 0, md_of(p.x, ls), pd.src_desc());
+  OutputAs out = output_as(*k, 0, md_of(p.y, ld), pd.dst_desc());
+  k->add_step(pooling_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out.compute}});
+  out.finish(*k);
   log_impl(req, k->impl_name());
   return k;
 }

@@ -22,7 +22,7 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
 Result<Tensor> load_tensor_pb(const std::string& path);
 
 // Default-domain opsets and IR versions this build imports.
-constexpr int64_t kMinOpset = 7, kMaxOpset = 21;
-constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 11;
+constexpr int64_t kMinOpset = 7, kMaxOpset = 28;
+constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 14;
 
 }  // namespace infera
