@@ -50,8 +50,7 @@ bool fold_into_conv(Graph& g, Node& conv, const BnAffine& a) {
   const Tensor* b = constant_of(g, b_id);
   std::vector<double> wv, bv;
   if (!w || w->rank() < 3 || !read_floats(*w, wv) || w->dims()[0] != int64_t(a.mul.size())) return false;
-  if (b_id >= 0 && (!b || b->dtype() != w->dtype() || !read_floats(*b, bv) || bv.size() != a.mul.size()))
-    return false;
+  if (b_id >= 0 && (!b || b->dtype() != w->dtype() || !read_floats(*b, bv) || bv.size() != a.mul.size())) return false;
   if (bv.empty()) bv.assign(a.mul.size(), 0.0);
   size_t m = a.mul.size(), per = m ? wv.size() / m : 0;
   for (size_t i = 0; i < m; ++i) {

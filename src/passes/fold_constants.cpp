@@ -3,6 +3,7 @@
 // Reshape targets built from the input's own (batch) dims become constants with 0 (shape_math.h).
 // Assumes topological order and inferred shapes; leaves random ops, graph outputs, subgraph ops and
 // outputs over the size limits to the runtime.
+#include <algorithm>
 #include <set>
 
 #include "graph/infer.h"
@@ -16,13 +17,32 @@ namespace {
 
 using namespace rewrite;
 
+constexpr double kFoldMaxMacs = 1 << 30;  // about a second of reference kernel
+
 bool is_nondeterministic(const Node& n) {
-  static const std::set<std::string> kRandom = {"RandomNormal", "RandomUniform", "RandomNormalLike",
-                                                "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
+  static const std::set<std::string> kRandom = {
+      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
   if (kRandom.count(n.op_type)) return true;
   for (const auto& [k, a] : n.attrs)
     if (a.kind == Attribute::kGraph) return true;  // control flow: not folded here
   return false;
+}
+
+// Multiply-adds of the ops whose cost is not linear in their input and output sizes; 0 for others.
+// A hostile model must not make loading take hours on constant-only convolutions.
+double heavy_op_macs(const Node& n, const std::vector<const Tensor*>& args, double out_numel) {
+  auto dim = [&](size_t i, int d) -> double {
+    if (i >= args.size() || !args[i] || args[i]->rank() == 0) return 1;
+    int r = args[i]->rank();
+    return static_cast<double>(args[i]->dims()[static_cast<size_t>(d < 0 ? d + r : std::min(d, r - 1))]);
+  };
+  auto numel = [&](size_t i) { return i < args.size() && args[i] ? static_cast<double>(args[i]->numel()) : 1.0; };
+  const std::string& op = n.op_type;
+  if (op == "MatMul") return out_numel * dim(0, -1);
+  if (op == "Gemm" || op == "FusedGemm") return out_numel * (n.attr_int("transA", 0) ? dim(0, 0) : dim(0, 1));
+  if (op == "Conv" || op == "FusedConv") return out_numel * numel(1) / std::max(1.0, dim(1, 0));
+  if (op == "ConvTranspose") return numel(0) * numel(1) / std::max(1.0, dim(1, 0));
+  return 0;
 }
 
 class FoldConstants : public Pass {
@@ -70,7 +90,7 @@ class FoldConstants : public Pass {
   }
 
   static std::vector<const ValueInfo*> infos_of(const Graph& g, const Node& n, std::vector<ValueInfo>& infos,
-                                               bool with_values) {
+                                                bool with_values) {
     std::vector<const ValueInfo*> in;
     for (size_t j = 0; j < n.inputs.size(); ++j) {
       int v = n.inputs[j];
@@ -130,6 +150,10 @@ class FoldConstants : public Pass {
       bytes += b;
     }
     if (total + bytes > max_total_) return;
+    double out_numel = 0;
+    for (size_t o = 0; o < n.outputs.size(); ++o)
+      if (n.outputs[o] >= 0) out_numel += static_cast<double>(ctx.outputs()[o].shape.numel());
+    if (heavy_op_macs(n, args, out_numel) > kFoldMaxMacs) return;
     auto r = evaluate_node(n, g.opset, args);
     if (!r.is_ok()) return;  // the runtime will report it with its inputs
     std::vector<Tensor>& outs = r.value();

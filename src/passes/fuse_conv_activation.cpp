@@ -165,8 +165,10 @@ class FuseConvActivation : public Pass {
     int hs = -1, mul = -1;
     for (int n : cons_[t]) {
       if (g.nodes[n].dead) continue;
-      if (is_onnx_op(g.nodes[n], "HardSigmoid")) hs = n;
-      else if (is_onnx_op(g.nodes[n], "Mul")) mul = n;
+      if (is_onnx_op(g.nodes[n], "HardSigmoid"))
+        hs = n;
+      else if (is_onnx_op(g.nodes[n], "Mul"))
+        mul = n;
     }
     if (hs < 0 || mul < 0) return -1;
     const Node& h = g.nodes[hs];

@@ -111,8 +111,7 @@ bool resolve_reshape_shape(Graph& g, Node& n) {
   if (constant_of(g, n.inputs[1]) || (g.opset >= 14 && n.attr_int("allowzero", 0) != 0)) return false;
   const Shape& xs = g.values[n.inputs[0]].shape;
   int c = producer_of(g, n.inputs[1]);
-  if (!xs.rank_known || c < 0 || !is_onnx_op(g.nodes[c], "Concat") || g.nodes[c].attr_int("axis", 0) != 0)
-    return false;
+  if (!xs.rank_known || c < 0 || !is_onnx_op(g.nodes[c], "Concat") || g.nodes[c].attr_int("axis", 0) != 0) return false;
   std::vector<Entry> entries;
   for (int v : g.nodes[c].inputs)
     if (v < 0 || !piece_entries(g, v, g.opset, entries)) return false;

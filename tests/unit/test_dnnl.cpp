@@ -131,6 +131,19 @@ Result<std::vector<Tensor>> run_dnnl(const Case& c, Mode mode, bool* declined = 
     if (!s.is_ok()) return s;
   }
   if (alias >= 0) outs[0] = ins[alias];
+  // Blocked outputs keep the padded channels zero: downstream kernels read them (as x * 0).
+  const int64_t blk = blocked_channel_block();
+  for (size_t i = 0; i < out_ptrs.size(); ++i) {
+    if (!out_ptrs[i] || req.output_layouts[i] != Layout::kBlocked) continue;
+    const auto& d = outs[i].dims;
+    const int64_t cb = (d[1] + blk - 1) / blk, hw = d[2] * d[3];
+    for (int64_t nn = 0; nn < d[0]; ++nn)
+      for (int64_t c = d[1]; c < cb * blk; ++c)
+        for (int64_t j = 0; j < hw; ++j)
+          if (outs[i].storage[((nn * cb + c / blk) * hw + j) * blk + c % blk] != 0.f)
+            return Status::error("blocked output " + std::to_string(i) + " has a non-zero padded channel " +
+                                 std::to_string(c));
+  }
   std::vector<Tensor> result;
   for (size_t i = 0; i < out_ptrs.size(); ++i) {
     if (!out_ptrs[i]) {
@@ -294,6 +307,46 @@ TEST(DnnlConv, ResNetShapes) {
   check(c, "stem 7x7");
 }
 
+TEST(DnnlConv, RandomConvTranspose) {
+  std::mt19937 rng(2024);
+  int taken = 0;
+  for (int it = 0; it < 40; ++it) {
+    const int64_t group = pick(rng, 0, 2) == 0 ? pick(rng, 2, 3) : 1;
+    const int64_t c = group * pick(rng, 1, 5), mg = pick(rng, 1, 5);
+    std::vector<int64_t> x{pick(rng, 1, 2), c}, w{c, mg}, ks, st, dl, pads(4), op;
+    for (int i = 0; i < 2; ++i) {
+      ks.push_back(pick(rng, 1, 4));
+      st.push_back(pick(rng, 1, 3));
+      dl.push_back(pick(rng, 1, 2));
+      pads[i] = pick(rng, 0, ks[i] - 1);
+      pads[2 + i] = pick(rng, 0, ks[i] - 1);
+      op.push_back(pick(rng, 0, st[i] - 1));
+      x.push_back(pick(rng, 1, 9));
+      w.push_back(ks[i]);
+    }
+    Case cs;
+    cs.op = "ConvTranspose";
+    cs.attrs = {{"group", attr_i(group)}, {"strides", attr_ints(st)}, {"dilations", attr_ints(dl)},
+                {"pads", attr_ints(pads)}, {"output_padding", attr_ints(op)}};
+    if (it % 5 == 4) {
+      cs.attrs.erase("pads");
+      cs.attrs["auto_pad"] = attr_s("SAME_UPPER");
+    }
+    cs.inputs = {random_tensor(x, 800 + it), random_tensor(w, 900 + it)};
+    if (pick(rng, 0, 1)) cs.inputs.push_back(random_tensor({mg * group}, 1000 + it));
+    cs.const_inputs = {1};
+    if (!run_op(cs.op, cs.attrs, cs.inputs, 1, 17, cs.const_inputs).is_ok()) continue;
+    bool declined = false;
+    auto r = run_dnnl(cs, kPlain, &declined);
+    ASSERT_TRUE(r.is_ok()) << r.message();
+    if (declined) continue;  // a negative begin pad (auto_pad with dilations)
+    ++taken;
+    check(cs, "convtranspose it " + std::to_string(it) + describe(cs.attrs) + " X" + Shape::of(x).str() + " W" +
+                  Shape::of(w).str());
+  }
+  EXPECT_GT(taken, 30);
+}
+
 TEST(DnnlConv, DeclinesNonConstantWeights) {
   Case c;
   c.op = "Conv";
@@ -443,12 +496,16 @@ TEST(DnnlEltwise, Unary) {
                            {"Log", {}, 0.1f, 5},
                            {"Sqrt", {}, 0, 5},
                            {"Abs", {}, -2, 2},
-                           {"Neg", {}, -2, 2}};
+                           {"Neg", {}, -2, 2},
+                           {"Mish", {}, -4, 4},
+                           {"Gelu", {}, -4, 4},
+                           {"Gelu", {{"approximate", attr_s("tanh")}}, -4, 4}};
   uint32_t seed = 1000;
   for (auto& u : ops) {
     for (auto dims : {std::vector<int64_t>{2, 20, 5, 3}, std::vector<int64_t>{7, 33}}) {
       Case c;
       c.op = u.op;
+      c.opset = std::string(u.op) == "Gelu" ? 20 : 17;
       c.attrs = u.attrs;
       c.inputs = {random_tensor(dims, seed++, u.lo, u.hi)};
       check(c, std::string(u.op) + " " + Shape::of(dims).str());

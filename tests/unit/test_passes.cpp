@@ -13,7 +13,9 @@ namespace {
 
 constexpr DataType kF32 = DataType::kFloat32;
 
-Tensor i64s(std::vector<int64_t> dims, std::vector<int64_t> v) { return make_tensor<int64_t>(DataType::kInt64, dims, v); }
+Tensor i64s(std::vector<int64_t> dims, std::vector<int64_t> v) {
+  return make_tensor<int64_t>(DataType::kInt64, dims, v);
+}
 Tensor f32s(std::vector<int64_t> dims, std::vector<float> v) { return make_tensor<float>(kF32, dims, v); }
 Tensor scalar_bool(bool b) { return make_tensor<bool>(DataType::kBool, {}, {b}); }
 
@@ -184,7 +186,7 @@ TEST(PassEliminateIdentity, KeepsWhatItMust) {
   b.output(b.node("Identity", {x}));  // input straight to output: the output name needs the node
   int r = b.node("Relu", {x});
   b.output(r);
-  b.output(b.node("Identity", {r}));  // input is itself a graph output
+  b.output(b.node("Identity", {r}));                             // input is itself a graph output
   int train = b.input("train", Shape::of({}), DataType::kBool);  // not known before running
   b.output(b.node("Dropout", {x, b.constant("ratio", f32s({}, {0.5f})), train}));
   Status s = prepare(b.g);
@@ -249,9 +251,9 @@ TEST(PassFoldConstants, KnownDimsOfSymbolicShape) {
   Builder b(17);
   int x = b.input("x", Shape({Dim::sym("batch"), Dim(6), Dim(2)}));
   int s = b.node("Shape", {x});
-  int n = b.node("Gather", {s, b.constant("i0", i64s({1}, {0}))});       // the batch: stays
-  int c = b.node("Gather", {s, b.constant("i1", i64s({1}, {-2}))});      // 6
-  int h = b.node("Gather", {s, b.constant("i2", i64s({}, {2}))});        // 2, a scalar
+  int n = b.node("Gather", {s, b.constant("i0", i64s({1}, {0}))});   // the batch: stays
+  int c = b.node("Gather", {s, b.constant("i1", i64s({1}, {-2}))});  // 6
+  int h = b.node("Gather", {s, b.constant("i2", i64s({}, {2}))});    // 2, a scalar
   int c3 = b.node("Div", {c, b.constant("three", i64s({1}, {3}))});
   int hu = b.node("Unsqueeze", {h, b.constant("axes", i64s({1}, {0}))});
   int shp = b.node("Concat", {n, b.constant("three2", i64s({1}, {3})), c3, hu}, {{"axis", attr_i(0)}});
@@ -314,6 +316,18 @@ TEST(PassFoldConstants, LeavesBigOutputsAndGraphOutputs) {
   EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"Tile", "Neg", "Reshape", "Add"}));
 }
 
+TEST(PassFoldConstants, HeavyConstantMatMulStays) {
+  Builder b;
+  int x = b.input("x", {1024, 1024});
+  int m = b.node("MatMul",
+                 {b.constant("a", random_tensor({1024, 2048}, 1)), b.constant("b", random_tensor({2048, 1024}, 2))});
+  b.output(b.node("Add", {x, m}));  // 2^31 multiply-adds: left to the runtime
+  ASSERT_TRUE(prepare(b.g).is_ok());
+  auto p = make_fold_constants();
+  ASSERT_TRUE(p->run(b.g).is_ok());
+  EXPECT_EQ(count_op(b.g, "MatMul"), 1);
+}
+
 TEST(PassFoldConstants, RandomOpsStay) {
   Builder b;
   int x = b.input("x", {2});
@@ -351,8 +365,9 @@ int add_bn(Builder& b, int x, int c, uint32_t seed) {
 TEST(PassFoldBatchnorm, ConvWithAndWithoutBias) {
   Builder b;
   int x = b.input("x", {2, 3, 6, 6});
-  int c1 = b.node("Conv", {x, b.constant("W1", random_tensor({4, 3, 3, 3}, 1)), b.constant("B1", random_tensor({4}, 2))},
-                  {{"pads", attr_ints({1, 1, 1, 1})}});
+  int c1 =
+      b.node("Conv", {x, b.constant("W1", random_tensor({4, 3, 3, 3}, 1)), b.constant("B1", random_tensor({4}, 2))},
+             {{"pads", attr_ints({1, 1, 1, 1})}});
   int n1 = add_bn(b, c1, 4, 10);
   int c2 = b.node("Conv", {n1, b.constant("W2", random_tensor({4, 2, 3, 3}, 3))}, {{"group", attr_i(2)}});
   b.output(add_bn(b, c2, 4, 20));
@@ -476,7 +491,8 @@ TEST(PassFuseConvActivation, ResidualAddAndOldClip) {
 TEST(PassFuseConvActivation, HardSwishAsHardSigmoidTimesX) {
   Builder b(13);
   int x = b.input("x", {1, 3, 5, 5});
-  int c = b.node("Conv", {x, b.constant("W", random_tensor({4, 3, 3, 3}, 1)), b.constant("B", random_tensor({4}, 2, 2.f, 4.f))});
+  int c = b.node(
+      "Conv", {x, b.constant("W", random_tensor({4, 3, 3, 3}, 1)), b.constant("B", random_tensor({4}, 2, 2.f, 4.f))});
   int h = b.node("HardSigmoid", {c}, {{"alpha", attr_f(1.f / 6)}, {"beta", attr_f(0.5f)}});
   b.output(b.node("Mul", {h, c}));
   auto p = make_fuse_conv_activation();

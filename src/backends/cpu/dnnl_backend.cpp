@@ -19,10 +19,10 @@ dnnl::engine& engine() {
   return eng;
 }
 
-bool verbose() {
-  static const bool v = [] {
+int verbose() {
+  static const int v = [] {
     const char* e = std::getenv("INFERA_VERBOSE");
-    return e && *e && std::strcmp(e, "0") != 0;
+    return e && *e ? std::atoi(e) : 0;
   }();
   return v;
 }
@@ -112,6 +112,10 @@ bool activation_chain(const std::string& name, bool has_alpha, float alpha, bool
     out.push_back({alg::eltwise_elu, a(1.67326319217681884765625f), 0.f});
     out.push_back({alg::eltwise_linear, b(1.05070102214813232421875f), 0.f});
   } else if (name == "Softplus") out.push_back({alg::eltwise_soft_relu, 0.f, 0.f});
+  else if (name == "Swish") out.push_back({alg::eltwise_swish, a(1.f), 0.f});  // x * sigmoid(alpha x): SiLU
+  else if (name == "Mish") out.push_back({alg::eltwise_mish, 0.f, 0.f});
+  else if (name == "Gelu") out.push_back({alg::eltwise_gelu_erf, 0.f, 0.f});
+  else if (name == "GeluTanh") out.push_back({alg::eltwise_gelu_tanh, 0.f, 0.f});
   else if (name == "Exp") out.push_back({alg::eltwise_exp, 0.f, 0.f});
   else if (name == "Log") out.push_back({alg::eltwise_log, 0.f, 0.f});
   else if (name == "Sqrt") out.push_back({alg::eltwise_sqrt, 0.f, 0.f});
@@ -192,7 +196,14 @@ memory reorder_owned(DnnlKernel& k, const memory& src, const memory::desc& md) {
 }
 
 void log_impl(const AccelRequest& req, const std::string& impl) {
-  if (verbose()) std::fprintf(stderr, "infera dnnl: %s -> %s\n", req.node->label().c_str(), impl.c_str());
+  if (verbose() < 2) return;
+  std::string l;  // layouts, e.g. "BP>B": inputs blocked, plain; output blocked
+  for (size_t i = 0; i < req.inputs.size(); ++i) l += !req.inputs[i] ? '-' : in_layout(req, i) == Layout::kBlocked ? 'B' : 'P';
+  l += '>';
+  for (size_t i = 0; i < req.outputs.size(); ++i)
+    l += !req.outputs[i] ? '-' : out_layout(req, i) == Layout::kBlocked ? 'B' : 'P';
+  std::fprintf(stderr, "infera dnnl: %s [%s] %s -> %s\n", req.node->label().c_str(), l.c_str(),
+               req.outputs[0]->shape.str().c_str(), impl.c_str());
 }
 
 std::pair<Layout, Layout> pick_layouts(Layout src, Layout dst,
@@ -254,13 +265,14 @@ const Family* family_of(const Node& n) {
         bin{binary_query, binary_create}, sm{softmax_query, softmax_create}, cat{concat_query, concat_create};
     t["Conv"] = conv;
     t["com.infera.FusedConv"] = conv;
+    t["ConvTranspose"] = {deconv_query, deconv_create};
     t["Gemm"] = gemm;
     t["com.infera.FusedGemm"] = gemm;
     t["MatMul"] = mm;
     for (const char* p : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}) t[p] = pool;
     t["BatchNormalization"] = bn;
     for (const char* e : {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Clip", "HardSigmoid", "HardSwish", "Selu",
-                          "Softplus", "Exp", "Log", "Sqrt", "Abs", "Neg"})
+                          "Softplus", "Exp", "Log", "Sqrt", "Abs", "Neg", "Mish", "Gelu"})
       t[e] = elt;
     for (const char* b : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) t[b] = bin;
     t["Softmax"] = sm;
@@ -390,23 +402,41 @@ static const char* isa_name(dnnl::cpu_isa isa) {
 std::string dnnl_describe() {
   const dnnl_version_t* v = dnnl_version();
   char buf[256];
-  std::snprintf(buf, sizeof buf, "oneDNN %d.%d.%d (%s), ISA %s, channel block %d", v->major, v->minor, v->patch,
-                v->hash, isa_name(dnnl::get_effective_cpu_isa()), blocked_channel_block());
+  std::snprintf(buf, sizeof buf, "oneDNN %d.%d.%d%s%s%s, ISA %s, channel block %d", v->major, v->minor, v->patch,
+                std::strcmp(v->hash, "N/A") ? " (" : "", std::strcmp(v->hash, "N/A") ? v->hash : "",
+                std::strcmp(v->hash, "N/A") ? ")" : "", isa_name(dnnl::get_effective_cpu_isa()), blocked_channel_block());
   std::string r = buf;
-  // Probe: the ResNet-50 3x3 conv 64->64 at 56x56, batch 1, in both layouts.
-  for (Layout l : {Layout::kBlocked, Layout::kPlain}) {
-    try {
-      using namespace dnnl;
-      memory::desc src = cpu::md_of({1, 64, 56, 56}, l), dst = cpu::md_of({1, 64, 56, 56}, l);
-      memory::desc w({64, 64, 3, 3}, memory::data_type::f32, memory::format_tag::any);
-      memory::desc b({64}, memory::data_type::f32, memory::format_tag::a);
-      convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_auto, src, w, b, dst, {1, 1},
-                                  {0, 0}, {1, 1}, {1, 1});
-      convolution_forward::primitive_desc pd(d, cpu::engine());
-      r += std::string("\nconv 3x3 64->64 56x56 ") + (l == Layout::kBlocked ? "blocked: " : "plain: ") +
-           pd.impl_info_str();
-    } catch (const dnnl::error& e) {
-      r += std::string("\nprobe conv failed: ") + e.what();
+  // Probes through dnnl_create, so that infera's own choices (layouts, Winograd) show:
+  // ResNet-50's 3x3 conv 64->64 and 1x1 conv 64->256 at 56x56, batch 1.
+  for (int64_t m : {64, 256}) {
+    const int64_t k = m == 64 ? 3 : 1;
+    Node n;
+    n.name = "probe";
+    n.op_type = "Conv";
+    n.inputs = {0, 1};
+    n.outputs = {2};
+    Attribute pads;
+    pads.kind = Attribute::kInts;
+    pads.ints.assign(4, k / 2);
+    n.attrs["pads"] = pads;
+    auto w = Tensor::make(DataType::kFloat32, {m, 64, k, k});
+    if (!w.is_ok()) return r;
+    ValueInfo x{DataType::kFloat32, Shape::of({1, 64, 56, 56}), nullptr};
+    ValueInfo wi{DataType::kFloat32, Shape::of({m, 64, k, k}), std::make_shared<Tensor>(w.take())};
+    ValueInfo y{DataType::kFloat32, Shape::of({1, m, 56, 56}), nullptr};
+    for (Layout l : {Layout::kBlocked, Layout::kPlain}) {
+      AccelRequest req;
+      req.node = &n;
+      req.opset = 17;
+      req.inputs = {&x, &wi};
+      req.outputs = {&y};
+      req.input_layouts = {l, Layout::kPlain};
+      req.output_layouts = {l};
+      auto kern = dnnl_create(req);
+      std::snprintf(buf, sizeof buf, "\nconv %lldx%lld 64->%lld 56x56 %s: ", (long long)k, (long long)k, (long long)m,
+                    l == Layout::kBlocked ? "blocked" : "plain");
+      r += buf;
+      r += kern.is_ok() && kern.value() ? kern.value()->impl_name() : "declined";
     }
   }
   return r;

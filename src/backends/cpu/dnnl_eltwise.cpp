@@ -32,6 +32,11 @@ bool plan_eltwise(const AccelRequest& req, std::vector<EltOp>& ops) {
     return activation_chain("Clip", true, lo, true, hi, ops);
   }
   if (req.inputs.size() != 1) return false;
+  if (n.op_type == "Gelu") {
+    const std::string a = n.attr_string("approximate", "none");
+    if (a != "none" && a != "tanh") return false;
+    return activation_chain(a == "tanh" ? "GeluTanh" : "Gelu", false, 0.f, false, 0.f, ops);
+  }
   const char* alpha_name = "alpha";
   const char* beta_name = n.op_type == "Selu" ? "gamma" : "beta";
   return activation_chain(n.op_type, n.has_attr(alpha_name), n.attr_float(alpha_name, 0.f), n.has_attr(beta_name),
@@ -39,15 +44,40 @@ bool plan_eltwise(const AccelRequest& req, std::vector<EltOp>& ops) {
          !ops.empty();
 }
 
-// Binds X and Y; when their layouts differ, adds a reorder X -> Y and returns Y as the data
-// the in-place op reads (eltwise and batch norm take one descriptor for src and dst).
-memory bind_data(DnnlKernel& k, const AccelRequest& req, memory& dst) {
+// Eltwise and batch norm take one descriptor for src and dst. Picks the layout to compute in
+// (Y's, else X's, else plain: the first where every step has a fast implementation; oneDNN
+// has only reference kernels for ops that turn 0 into non-0 on zero-padded blocked data),
+// binds X and Y, and returns {data to read, data to write}: when X is not in that layout it
+// is reordered into the written one first and the op runs in place. `finish` adds the
+// reorder into Y when Y is not in that layout.
+struct InPlaceData {
+  memory src, dst;
+  OutputAs out;
+};
+InPlaceData bind_data(DnnlKernel& k, const AccelRequest& req,
+                      const std::function<std::string(const memory::desc&)>& impl_of) {
   const Dims d = in_dims(req, 0);
-  memory src = k.bind_input(0, md_of(d, in_layout(req, 0)));
-  dst = k.bind_output(0, md_of(d, out_layout(req, 0)));
-  if (src.get_desc() == dst.get_desc()) return src;
-  k.add_step(dnnl::reorder(src, dst), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
-  return dst;
+  const Layout ls = in_layout(req, 0), ld = out_layout(req, 0);
+  Layout c = ld;
+  for (Layout cand : {ld, ls, Layout::kPlain}) {
+    try {
+      if (impl_of(md_of(d, cand)).find("ref") == std::string::npos) {
+        c = cand;
+        break;
+      }
+    } catch (const dnnl::error&) {
+    }
+  }
+  InPlaceData r;
+  memory src = k.bind_input(0, md_of(d, ls));
+  r.out = output_as(k, 0, md_of(d, ld), md_of(d, c));
+  r.dst = r.out.compute;
+  r.src = src;
+  if (ls != c) {
+    k.add_step(dnnl::reorder(src, r.dst), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, r.dst}});
+    r.src = r.dst;
+  }
+  return r;
 }
 
 }  // namespace
@@ -66,17 +96,23 @@ std::unique_ptr<AccelKernel> eltwise_create(const AccelRequest& req) {
   using namespace dnnl;
   std::vector<EltOp> ops;
   if (!plan_eltwise(req, ops)) return nullptr;
+  auto make_pd = [](const EltOp& e, const memory::desc& md) {
+    return eltwise_forward::primitive_desc({prop_kind::forward_inference, e.alg, md, e.alpha, e.beta}, engine());
+  };
   auto k = std::make_unique<DnnlKernel>("dnnl eltwise");
-  memory dst;
-  memory src = bind_data(*k, req, dst);
+  InPlaceData io = bind_data(*k, req, [&](const memory::desc& md) {
+    std::string impls;
+    for (const EltOp& e : ops) impls += std::string(make_pd(e, md).impl_info_str()) + " ";
+    return impls;
+  });
   std::string impl;
   for (size_t i = 0; i < ops.size(); ++i) {
-    eltwise_forward::desc d(prop_kind::forward_inference, ops[i].alg, dst.get_desc(), ops[i].alpha, ops[i].beta);
-    eltwise_forward::primitive_desc pd(d, engine());
+    eltwise_forward::primitive_desc pd = make_pd(ops[i], io.dst.get_desc());
     impl += std::string(i ? "+" : "") + pd.impl_info_str();
-    k->add_step(eltwise_forward(pd), {{DNNL_ARG_SRC, i == 0 ? src : dst}, {DNNL_ARG_DST, dst}});
+    k->add_step(eltwise_forward(pd), {{DNNL_ARG_SRC, i == 0 ? io.src : io.dst}, {DNNL_ARG_DST, io.dst}});
   }
-  k->set_impl(impl);
+  io.out.finish(*k);
+  k->set_impl(impl + (io.dst.get() != io.out.bound.get() || io.src.get() == io.dst.get() ? " (via reorders)" : ""));
   log_impl(req, k->impl_name());
   return k;
 }
@@ -113,22 +149,24 @@ AccelSupport bn_query(const AccelRequest& req) {
 std::unique_ptr<AccelKernel> bn_create(const AccelRequest& req) {
   using namespace dnnl;
   if (!plan_bn(req)) return nullptr;
-  auto k = std::make_unique<DnnlKernel>("dnnl batchnorm");
-  memory dst;
-  memory src = bind_data(*k, req, dst);
   const float eps = req.node->attr_float("epsilon", 1e-5f);
   const auto flags = normalization_flags::use_global_stats | normalization_flags::use_scale |
                      normalization_flags::use_shift;
-  batch_normalization_forward::desc d(prop_kind::forward_inference, dst.get_desc(), eps, flags);
-  batch_normalization_forward::primitive_desc pd(d, engine());
+  auto make_pd = [&](const memory::desc& md) {
+    return batch_normalization_forward::primitive_desc({prop_kind::forward_inference, md, eps, flags}, engine());
+  };
+  auto k = std::make_unique<DnnlKernel>("dnnl batchnorm");
+  InPlaceData io = bind_data(*k, req, [&](const memory::desc& md) { return make_pd(md).impl_info_str(); });
+  batch_normalization_forward::primitive_desc pd = make_pd(io.dst.get_desc());
   k->set_impl(pd.impl_info_str());
   const memory::desc c_md = plain_md({in_dims(req, 0)[1]});
-  k->add_step(batch_normalization_forward(pd), {{DNNL_ARG_SRC, src},
-                                                {DNNL_ARG_DST, dst},
+  k->add_step(batch_normalization_forward(pd), {{DNNL_ARG_SRC, io.src},
+                                                {DNNL_ARG_DST, io.dst},
                                                 {DNNL_ARG_SCALE, k->bind_input(1, c_md)},
                                                 {DNNL_ARG_SHIFT, k->bind_input(2, c_md)},
                                                 {DNNL_ARG_MEAN, k->bind_input(3, c_md)},
                                                 {DNNL_ARG_VARIANCE, k->bind_input(4, c_md)}});
+  io.out.finish(*k);
   log_impl(req, k->impl_name());
   return k;
 }
@@ -174,6 +212,33 @@ bool plan_binary(const AccelRequest& req, BinaryPlan& p) {
   return true;
 }
 
+// For plain data the broadcast pattern matters, not the rank: merges dims into [A, B, C] with
+// src1 [1, B, 1] (per-channel style, which has jit kernels) when src1 is broadcast only on
+// leading and trailing dims, e.g. [N,C,H,W] * [N,C,1,1] or [N,H,W,C] - [N,H,W,1].
+// False when the pattern does not fit.
+bool collapse_plain(const Dims& y, const Dims& b, Dims& y3, Dims& b3) {
+  std::vector<std::pair<bool, int64_t>> seg;  // (src1 full along it, size)
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (y[i] == 1) continue;
+    const bool full = b[i] == y[i];
+    if (!seg.empty() && seg.back().first == full) {
+      seg.back().second *= y[i];
+    } else {
+      seg.emplace_back(full, y[i]);
+    }
+  }
+  int64_t a = 1, m = 1, c = 1;
+  size_t i = 0;
+  if (i < seg.size() && !seg[i].first) a = seg[i++].second;
+  if (i < seg.size() && seg[i].first) m = seg[i++].second;
+  if (i < seg.size() && !seg[i].first) c = seg[i++].second;
+  if (i != seg.size()) return false;
+  if (m == 1) c *= a, a = 1;  // a scalar: one long row (the kernels split the last dim)
+  y3 = {a, m, c};
+  b3 = {1, m, 1};
+  return true;
+}
+
 }  // namespace
 
 AccelSupport binary_query(const AccelRequest& req) {
@@ -181,8 +246,13 @@ AccelSupport binary_query(const AccelRequest& req) {
   AccelSupport s;
   if (!plan_binary(req, p)) return s;
   s.supported = true;
-  s.input_blocked_ok = blocked_slots(req.inputs, {0, 1});
-  s.output_blocked_ok = blocked_slots(req.outputs, {0});
+  // Blocked only for broadcasts oneDNN has fast blocked kernels for: none, per channel
+  // ([N or 1, C, 1, 1]), scalar. Others (e.g. [N,H,W,1] in a channels-last LayerNorm) run
+  // plain, collapsed to a per-channel pattern.
+  if (p.y.size() == 4 && (p.b == p.y || (p.b[2] == 1 && p.b[3] == 1))) {
+    s.input_blocked_ok = blocked_slots(req.inputs, {0, 1});
+    s.output_blocked_ok = blocked_slots(req.outputs, {0});
+  }
   return s;
 }
 
@@ -191,8 +261,13 @@ std::unique_ptr<AccelKernel> binary_create(const AccelRequest& req) {
   BinaryPlan p;
   if (!plan_binary(req, p)) return nullptr;
   const bool b_native = req.inputs[p.bcast]->shape.rank() == static_cast<int>(p.y.size());
-  const memory::desc b_md = b_native ? md_of(p.b, in_layout(req, p.bcast)) : plain_md(p.b);
   const Layout la = in_layout(req, p.full), ly = out_layout(req, 0);
+  const Layout lb = b_native ? in_layout(req, p.bcast) : Layout::kPlain;
+  Dims y3, b3;
+  if (p.y.size() != 4 || (la == Layout::kPlain && lb == Layout::kPlain && ly == Layout::kPlain)) {
+    if (collapse_plain(p.y, p.b, y3, b3)) p.y = y3, p.b = b3;
+  }
+  const memory::desc b_md = md_of(p.b, lb);
   auto make_pd = [&](Layout al, Layout yl) {
     return binary::primitive_desc(binary::desc(p.alg, md_of(p.y, al), b_md, md_of(p.y, yl)), engine());
   };

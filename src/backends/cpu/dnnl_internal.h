@@ -19,7 +19,9 @@ using dnnl::memory;
 using Dims = std::vector<int64_t>;
 
 dnnl::engine& engine();
-bool verbose();  // INFERA_VERBOSE=1: print the implementation picked for every kernel
+// INFERA_VERBOSE: >= 1 prints why oneDNN declined a node (the planner prints the kernels
+// picked); >= 2 also prints every kernel made, including those of discarded plan attempts.
+int verbose();
 
 memory::format_tag plain_tag(int rank);  // a, ab, abc, abcd, ... (0 for rank > 6)
 memory::format_tag blocked_tag();        // nChw16c (AVX-512) or nChw8c
@@ -120,6 +122,8 @@ OutputAs output_as(DnnlKernel& k, int slot, const memory::desc& given, const mem
 // dnnl_create and turned into a decline).
 AccelSupport conv_query(const AccelRequest& req);
 std::unique_ptr<AccelKernel> conv_create(const AccelRequest& req);
+AccelSupport deconv_query(const AccelRequest& req);
+std::unique_ptr<AccelKernel> deconv_create(const AccelRequest& req);
 AccelSupport gemm_query(const AccelRequest& req);
 std::unique_ptr<AccelKernel> gemm_create(const AccelRequest& req);
 AccelSupport matmul_query(const AccelRequest& req);

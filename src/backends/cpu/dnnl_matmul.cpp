@@ -143,6 +143,12 @@ bool plan_matmul(const AccelRequest& req, MatMulPlan& p) {
   int64_t no = 1;
   for (int64_t v : out_dims(req, 0)) no *= v;
   if (ny != no || ny == 0 || a[r - 1] == 0) return false;
+  bool b_2d = true;  // B the same matrix for every batch: one GEMM with M = batch x M
+  for (size_t i = 0; i + 2 < r; ++i) b_2d = b_2d && b[i] == 1;
+  if (b_2d && r > 2) {
+    const int64_t m = ny / y[r - 1];
+    a = {m, a[r - 1]}, y = {m, y[r - 1]}, b = {b[r - 2], b[r - 1]};
+  }
   p.a = a, p.b = b, p.y = y;
   return true;
 }

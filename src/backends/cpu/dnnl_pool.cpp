@@ -1,7 +1,8 @@
 // MaxPool / AveragePool / GlobalAveragePool / GlobalMaxPool through oneDNN pooling_v2
-// (dilations); shapes and pads from pool_resolve (ops/pool.h). ceil_mode becomes extra right padding so that the output matches the
-// reference's infer(); cases whose semantics differ (count_include_pad over that extra
-// padding, windows wholly outside the input, the Indices output) are declined.
+// (dilations); shapes and pads from pool_resolve (ops/pool.h). ceil_mode becomes extra right
+// padding so that the output matches the reference's infer(); cases whose semantics differ
+// (count_include_pad over that extra padding, windows wholly outside the input, the Indices
+// output) are declined. Mixed layouts compute in one layout with a reorder.
 #include "backends/cpu/dnnl_internal.h"
 #include "ops/pool.h"
 
