@@ -17,7 +17,7 @@ log=$(mktemp -t infera-setup-XXXXXX.log)
 fail() { echo "setup_debian.sh: $1 (log: $log)" >&2; tail -n 20 "$log" >&2; exit 1; }
 
 APT_PACKAGES=(
-  cmake g++ make git pkg-config ccache
+  cmake g++ make git pkg-config ccache clang-format
   libonnx-dev libprotobuf-dev protobuf-compiler libdnnl-dev libgtest-dev libbenchmark-dev
   libonnx-testdata
   python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-matplotlib python3-venv

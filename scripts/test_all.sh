@@ -3,7 +3,7 @@
 # `N passed, M failed`; the last line sums them. Exit 0 iff the build worked and nothing failed.
 #
 # Usage: bash scripts/test_all.sh [--no-setup] [--no-build] [--only SUITE,...] [--jobs N]
-#   suites: unit conformance models badinput cli      (default: all, in that order)
+#   suites: format unit conformance models badinput cli      (default: all, in that order)
 # Env: MODELS_DIR (default models: exported ONNX models, kept between runs), BUILD_DIR (build),
 #      PYTHON (the Python with PyPI onnxruntime/onnx/numpy; default .venv/bin/python if setup made
 #      one, else python3), TORCH_PYTHON (default /usr/bin/python3: Debian's torch, for the exports).
@@ -123,7 +123,20 @@ model_tests() {
   "$PYTHON" tests/models/compare_models.py --models-dir "$MODELS_DIR" --infera "$INFERA"
 }
 
-export -f unit_tests model_tests  # so that `timeout bash -c` can run them
+# shellcheck disable=SC2317
+# Format: every C++ file as .clang-format says (a check that fails, never rewrites).
+format_check() {
+  local files bad=0 f
+  files=$(git ls-files '*.cpp' '*.h' '*.cu' 2>/dev/null)
+  for f in $files; do
+    clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || { echo "not formatted: $f"; bad=$((bad + 1)); }
+  done
+  echo "$(( $(wc -w <<<"$files") - bad )) passed, $bad failed"
+  [ "$bad" -eq 0 ]
+}
+
+export -f unit_tests model_tests format_check  # so that `timeout bash -c` can run them
+wanted format && run_suite format 300 bash -c format_check
 wanted unit && run_suite unit 1800 bash -c unit_tests
 wanted conformance && run_suite conformance 1800 bash tests/conformance/run_conformance.sh
 wanted models && run_suite models 2400 bash -c model_tests

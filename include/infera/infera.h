@@ -37,8 +37,8 @@ class Status {
 template <class T>
 class Result {
  public:
-  Result(T value) : v_(std::move(value)) {}           // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {}    // NOLINT: must be an error
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {}  // NOLINT: must be an error
   bool is_ok() const { return v_.index() == 0; }
   T& value() { return std::get<0>(v_); }
   const T& value() const { return std::get<0>(v_); }
@@ -73,10 +73,10 @@ enum class DataType : int {
   kBFloat16 = 16,
 };
 
-size_t dtype_size(DataType t);        // 0 for kUndefined/kString
-const char* dtype_name(DataType t);   // "float32", "int64", ...
-bool dtype_supported(DataType t);     // has a byte size and kernels may see it
-size_t host_memory_bytes();           // physical memory: no single allocation may exceed it
+size_t dtype_size(DataType t);       // 0 for kUndefined/kString
+const char* dtype_name(DataType t);  // "float32", "int64", ...
+bool dtype_supported(DataType t);    // has a byte size and kernels may see it
+size_t host_memory_bytes();          // physical memory: no single allocation may exceed it
 
 // ---------------------------------------------------------------- Tensor
 // A dense row-major host tensor that owns (or shares) 64-byte-aligned storage.
@@ -96,9 +96,13 @@ class Tensor {
   void* data() { return data_; }
   const void* data() const { return data_; }
   template <class T>
-  T* data_as() { return static_cast<T*>(data_); }
+  T* data_as() {
+    return static_cast<T*>(data_);
+  }
   template <class T>
-  const T* data_as() const { return static_cast<const T*>(data_); }
+  const T* data_as() const {
+    return static_cast<const T*>(data_);
+  }
   bool empty() const { return dtype_ == DataType::kUndefined; }
   Tensor clone() const;  // deep copy into fresh storage
 
@@ -114,11 +118,11 @@ enum class Device { kCpu };
 enum class Precision { kFp32 };
 
 struct SessionOptions {
-  int num_threads = 0;          // 0 = all cores
+  int num_threads = 0;  // 0 = all cores
   Device device = Device::kCpu;
   Precision precision = Precision::kFp32;
-  bool optimize = true;         // run the graph passes
-  bool use_dnnl = true;         // accelerate hot ops with oneDNN (false = reference kernels only)
+  bool optimize = true;  // run the graph passes
+  bool use_dnnl = true;  // accelerate hot ops with oneDNN (false = reference kernels only)
 };
 
 // A symbolic dim has value -1 and a name ("batch"); an unknown dim has value -1 and no name.
@@ -143,22 +147,22 @@ struct ModelSummary {
   int64_t ir_version = 0;
   int64_t opset = 0;
   std::string producer;
-  size_t node_count = 0;                 // after optimization
-  size_t node_count_original = 0;        // as imported
+  size_t node_count = 0;                    // after optimization
+  size_t node_count_original = 0;           // as imported
   std::map<std::string, int> op_histogram;  // as imported
-  int64_t parameter_count = 0;           // elements in float initializers
+  int64_t parameter_count = 0;              // elements in float initializers
   std::vector<PassReport> passes;
 };
 
 // Figures of the plan made for one set of input shapes.
 struct PlanReport {
-  size_t arena_bytes = 0;      // planned activation arena (64-byte aligned offsets)
-  size_t naive_bytes = 0;      // sum of all activation sizes without reuse
-  size_t weight_bytes = 0;     // constants, including weights reordered by backends
-  size_t steps = 0;            // nodes executed per run
+  size_t arena_bytes = 0;        // planned activation arena (64-byte aligned offsets)
+  size_t naive_bytes = 0;        // sum of all activation sizes without reuse
+  size_t weight_bytes = 0;       // constants, including weights reordered by backends
+  size_t steps = 0;              // nodes executed per run
   size_t accelerated_steps = 0;  // of which run by oneDNN
-  double build_ms = 0;         // time to make this plan
-  double flops = 0;            // multiply-adds x2 of Conv/Gemm/MatMul for these shapes
+  double build_ms = 0;           // time to make this plan
+  double flops = 0;              // multiply-adds x2 of Conv/Gemm/MatMul for these shapes
 };
 
 class SessionImpl;

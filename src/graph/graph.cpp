@@ -219,8 +219,7 @@ Status topo_sort(Graph& g) {
   }
   if (order.size() != g.nodes.size()) {
     for (size_t i = 0; i < g.nodes.size(); ++i)
-      if (pending[i] > 0)
-        return Status::error(g.source + ": the graph has a cycle through " + g.nodes[i].label());
+      if (pending[i] > 0) return Status::error(g.source + ": the graph has a cycle through " + g.nodes[i].label());
   }
   for (int v : g.outputs)
     if (producer[v] < 0 && !is_input[v] && !g.values[v].constant)

@@ -25,9 +25,7 @@ struct Dim {
     return d;
   }
   bool known() const { return value >= 0; }
-  bool operator==(const Dim& o) const {
-    return known() ? value == o.value : (!symbol.empty() && symbol == o.symbol);
-  }
+  bool operator==(const Dim& o) const { return known() ? value == o.value : (!symbol.empty() && symbol == o.symbol); }
   std::string str() const;
 };
 
@@ -71,11 +69,11 @@ struct Value {
 struct Node {
   std::string name;
   std::string op_type;
-  std::string domain;            // "" is the default ONNX domain; "com.infera" holds fused ops
-  std::vector<int> inputs;       // value ids; -1 = optional input left out
-  std::vector<int> outputs;      // value ids; -1 = optional output not produced
+  std::string domain;        // "" is the default ONNX domain; "com.infera" holds fused ops
+  std::vector<int> inputs;   // value ids; -1 = optional input left out
+  std::vector<int> outputs;  // value ids; -1 = optional output not produced
   std::map<std::string, Attribute> attrs;
-  bool dead = false;             // removed by a pass; dropped by Graph::compact()
+  bool dead = false;  // removed by a pass; dropped by Graph::compact()
 
   bool has_attr(const std::string& k) const { return attrs.count(k) != 0; }
   int64_t attr_int(const std::string& k, int64_t dflt) const;
@@ -91,13 +89,13 @@ struct Node {
 class Graph {
  public:
   std::vector<Value> values;
-  std::vector<Node> nodes;       // topologically sorted after import and after compact()
-  std::vector<int> inputs;       // graph inputs that are not initializers
+  std::vector<Node> nodes;  // topologically sorted after import and after compact()
+  std::vector<int> inputs;  // graph inputs that are not initializers
   std::vector<int> outputs;
   int64_t ir_version = 0;
-  int64_t opset = 0;             // default-domain opset
+  int64_t opset = 0;  // default-domain opset
   std::string producer;
-  std::string source;            // file name for messages
+  std::string source;  // file name for messages
 
   int add_value(const std::string& name, DataType dtype = DataType::kUndefined, Shape shape = {});
   int find_value(const std::string& name) const;  // -1 if none

@@ -4,8 +4,8 @@ namespace infera {
 
 static std::string shape_clash(const Graph& g, const Node& n, int v, const ValueInfo& got) {
   const Value& val = g.values[v];
-  return n.label() + ": output '" + val.name + "' has declared type " + dtype_name(val.dtype) + " " +
-         val.shape.str() + " but the op gives " + dtype_name(got.dtype) + " " + got.shape.str();
+  return n.label() + ": output '" + val.name + "' has declared type " + dtype_name(val.dtype) + " " + val.shape.str() +
+         " but the op gives " + dtype_name(got.dtype) + " " + got.shape.str();
 }
 
 // Keeps the more informative of a declared (value_info) and an inferred shape; refuses
@@ -54,8 +54,7 @@ Status infer_graph(Graph& g) {
       if (got.dtype == DataType::kUndefined)
         return Status::error(n.label() + ": inference gave no type for output '" + val.name + "'");
       // Declared types from value_info/outputs are hints; a clash with a known dim is an error.
-      if (val.dtype != DataType::kUndefined && val.dtype != got.dtype)
-        return Status::error(shape_clash(g, n, v, got));
+      if (val.dtype != DataType::kUndefined && val.dtype != got.dtype) return Status::error(shape_clash(g, n, v, got));
       Shape merged;
       if (!merge_shape(val.shape, got.shape, merged)) return Status::error(shape_clash(g, n, v, got));
       val.dtype = got.dtype;

@@ -8,8 +8,12 @@
 namespace infera {
 namespace {
 
-struct Half { uint16_t bits; };
-struct BFloat16 { uint16_t bits; };
+struct Half {
+  uint16_t bits;
+};
+struct BFloat16 {
+  uint16_t bits;
+};
 
 uint32_t bits_of(float f) {
   uint32_t x;
@@ -28,10 +32,10 @@ uint16_t float_to_half(float f) {
   const uint32_t x = bits_of(f);
   const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
   const uint32_t ax = x & 0x7fffffff;
-  if (ax > 0x7f800000) return sign | 0x7e00;       // NaN
-  if (ax >= 0x477ff000) return sign | 0x7c00;      // >= 65520 rounds to inf
-  if (ax < 0x38800000) {                           // below 2^-14: half subnormal or zero
-    const float scaled = float_of(ax) * 16777216.0f;  // exact: in units of 2^-24
+  if (ax > 0x7f800000) return sign | 0x7e00;                      // NaN
+  if (ax >= 0x477ff000) return sign | 0x7c00;                     // >= 65520 rounds to inf
+  if (ax < 0x38800000) {                                          // below 2^-14: half subnormal or zero
+    const float scaled = float_of(ax) * 16777216.0f;              // exact: in units of 2^-24
     return sign | static_cast<uint16_t>(std::nearbyint(scaled));  // ties to even
   }
   const uint32_t mant = ax & 0x7fffff;
@@ -80,11 +84,15 @@ D convert(S s) {
   } else if constexpr (std::is_same_v<S, BFloat16>) {
     return convert<D>(bfloat16_to_float(s.bits));
   } else if constexpr (std::is_same_v<D, Half>) {
-    if constexpr (std::is_same_v<S, double>) return Half{float_to_half(double_to_float_odd(s))};
-    else return Half{float_to_half(convert<float>(s))};
+    if constexpr (std::is_same_v<S, double>)
+      return Half{float_to_half(double_to_float_odd(s))};
+    else
+      return Half{float_to_half(convert<float>(s))};
   } else if constexpr (std::is_same_v<D, BFloat16>) {
-    if constexpr (std::is_same_v<S, double>) return BFloat16{float_to_bfloat16(double_to_float_odd(s))};
-    else return BFloat16{float_to_bfloat16(convert<float>(s))};
+    if constexpr (std::is_same_v<S, double>)
+      return BFloat16{float_to_bfloat16(double_to_float_odd(s))};
+    else
+      return BFloat16{float_to_bfloat16(convert<float>(s))};
   } else if constexpr (std::is_same_v<D, bool>) {
     return s != S(0);
   } else if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>) {
@@ -145,8 +153,8 @@ class CastKernel : public OpKernel {
     if (!has_to_) return Status::error(node_message(n, "attribute 'to' is required"));
     const DataType dt = static_cast<DataType>(to_);
     if (to_ < 0 || to_ > 64 || !castable(dt))
-      return Status::error(node_message(n, "attribute 'to' must be a supported dtype, found %lld (%s)",
-                                        (long long)to_, dtype_name(dt)));
+      return Status::error(
+          node_message(n, "attribute 'to' must be a supported dtype, found %lld (%s)", (long long)to_, dtype_name(dt)));
     return Status::ok();
   }
 

@@ -32,9 +32,11 @@ class ConcatKernel : public OpKernel {
       if (!ctx.has_input(i)) return ctx.error("input %zu is missing", i);
       const ValueInfo& v = ctx.in(i);
       if (v.dtype != DataType::kUndefined) {
-        if (dt == DataType::kUndefined) dt = v.dtype;
+        if (dt == DataType::kUndefined)
+          dt = v.dtype;
         else if (v.dtype != dt)
-          return ctx.error("input %zu has dtype %s, expected %s like the others", i, dtype_name(v.dtype), dtype_name(dt));
+          return ctx.error("input %zu has dtype %s, expected %s like the others", i, dtype_name(v.dtype),
+                           dtype_name(dt));
       }
       if (!v.shape.rank_known) continue;
       if (rank < 0) {
@@ -67,14 +69,17 @@ class ConcatKernel : public OpKernel {
       for (int k = 0; k < rank; ++k) {
         const Dim& d = s.dims[k];
         if (k == axis) {
-          if (d.known()) sum += d.value;
-          else sum_known = false;
+          if (d.known())
+            sum += d.value;
+          else
+            sum_known = false;
           continue;
         }
         if (d.known()) {
           if (out[k].known() && out[k].value != d.value)
-            return ctx.error("input %zu has shape %s, which differs from input %zu's %s in dim %d (not the concat axis %lld)",
-                             i, s.str().c_str(), first, ctx.in(first).shape.str().c_str(), k, (long long)axis);
+            return ctx.error(
+                "input %zu has shape %s, which differs from input %zu's %s in dim %d (not the concat axis %lld)", i,
+                s.str().c_str(), first, ctx.in(first).shape.str().c_str(), k, (long long)axis);
           out[k] = d;
         } else if (!out[k].known() && out[k].symbol.empty()) {
           out[k] = d;
@@ -203,8 +208,10 @@ class SplitKernel : public OpKernel {
     }
     for (size_t i = 0; i < n_out; ++i) {
       std::vector<Dim> dims = x.shape.dims;
-      if (!sizes.empty()) dims[axis] = Dim(sizes[i]);
-      else if (!(n_out == 1 && !have_split)) dims[axis] = Dim();
+      if (!sizes.empty())
+        dims[axis] = Dim(sizes[i]);
+      else if (!(n_out == 1 && !have_split))
+        dims[axis] = Dim();
       ctx.set_output(i, x.dtype, Shape(std::move(dims)));
     }
     return Status::ok();

@@ -27,17 +27,21 @@ class ConstantKernel : public OpKernel {
                           "value_strings", "sparse_value"})
       count += n.has_attr(k) ? 1 : 0;
     if (count != 1) {
-      bad_ = Status::error(node_message(n, "exactly one of the attributes 'value', 'value_float(s)', "
-                                           "'value_int(s)' is required, found %d value attributes", count));
+      bad_ = Status::error(node_message(n,
+                                        "exactly one of the attributes 'value', 'value_float(s)', "
+                                        "'value_int(s)' is required, found %d value attributes",
+                                        count));
     } else if (n.has_attr("sparse_value")) {
       bad_ = Status::error(node_message(n, "attribute 'sparse_value' (a sparse tensor) is not supported"));
     } else if (n.has_attr("value_string") || n.has_attr("value_strings")) {
       bad_ = Status::error(node_message(n, "string constants ('value_string(s)') are not supported"));
     } else if (n.has_attr("value")) {
       value_ = n.attrs.at("value").t;
-      if (!value_) bad_ = Status::error(node_message(n, "attribute 'value' must be a tensor"));
+      if (!value_)
+        bad_ = Status::error(node_message(n, "attribute 'value' must be a tensor"));
       else if (!dtype_supported(value_->dtype()))
-        bad_ = Status::error(node_message(n, "attribute 'value' has unsupported dtype %s", dtype_name(value_->dtype())));
+        bad_ =
+            Status::error(node_message(n, "attribute 'value' has unsupported dtype %s", dtype_name(value_->dtype())));
     } else if (n.has_attr("value_float")) {
       value_ = tensor_of<float>(DataType::kFloat32, {}, {n.attr_float("value_float", 0)});
     } else if (n.has_attr("value_floats")) {
@@ -80,7 +84,8 @@ class ConstantOfShapeKernel : public OpKernel {
         bad_ = Status::error(node_message(n, "attribute 'value' must be a one-element tensor, found %lld elements",
                                           value_ ? (long long)value_->numel() : 0LL));
       else if (!dtype_supported(value_->dtype()))
-        bad_ = Status::error(node_message(n, "attribute 'value' has unsupported dtype %s", dtype_name(value_->dtype())));
+        bad_ =
+            Status::error(node_message(n, "attribute 'value' has unsupported dtype %s", dtype_name(value_->dtype())));
     } else {
       value_ = tensor_of<float>(DataType::kFloat32, {1}, {0.f});
     }
@@ -94,7 +99,8 @@ class ConstantOfShapeKernel : public OpKernel {
     if (ss.rank_known && ss.rank() != 1) return ctx.error("input 'input' must be 1-D, found rank %d", ss.rank());
     std::vector<int64_t> dims;
     if (!known_ints(ctx, 0, dims)) {
-      ctx.set_output(0, value_->dtype(), ss.rank_known && ss.dims[0].known() ? Shape::of_rank(ss.dims[0].value) : Shape());
+      ctx.set_output(0, value_->dtype(),
+                     ss.rank_known && ss.dims[0].known() ? Shape::of_rank(ss.dims[0].value) : Shape());
       return Status::ok();
     }
     int64_t n;
@@ -179,8 +185,8 @@ class RangeKernel : public OpKernel {
       return ctx.error("expects inputs 'start', 'limit' and 'delta'");
     const DataType dt = ctx.in(0).dtype;
     Status s = expect_dtype(ctx, 0, "start",
-                            {DataType::kFloat32, DataType::kFloat64, DataType::kInt16, DataType::kInt32, DataType::kInt64,
-                             DataType::kFloat16, DataType::kBFloat16});
+                            {DataType::kFloat32, DataType::kFloat64, DataType::kInt16, DataType::kInt32,
+                             DataType::kInt64, DataType::kFloat16, DataType::kBFloat16});
     if (!s.is_ok()) return s;
     const char* names[] = {"start", "limit", "delta"};
     for (size_t i = 0; i < 3; ++i) {
@@ -278,9 +284,10 @@ class DropoutKernel : public OpKernel {
  private:
   template <class C>
   static Status refuse(const C& ctx, double ratio) {
-    return ctx.error("training_mode=true with ratio %g would drop random elements; only inference "
-                     "(training_mode=false or ratio=0) is supported",
-                     ratio);
+    return ctx.error(
+        "training_mode=true with ratio %g would drop random elements; only inference "
+        "(training_mode=false or ratio=0) is supported",
+        ratio);
   }
   Status check_training(bool training, const Tensor* ratio_t, const InferContext& ctx) const {
     if (!training) return Status::ok();

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ops/util.h"
@@ -19,8 +19,19 @@ namespace infera {
 // Returns false (data untouched) for an unknown name.
 bool apply_activation(const std::string& op_type, float alpha, float beta, float* data, int64_t n);
 
-enum class Activation { kIdentity, kRelu, kLeakyRelu, kSigmoid, kTanh, kClip, kHardSigmoid, kHardSwish,
-                        kElu, kSelu, kSoftplus };
+enum class Activation {
+  kIdentity,
+  kRelu,
+  kLeakyRelu,
+  kSigmoid,
+  kTanh,
+  kClip,
+  kHardSigmoid,
+  kHardSwish,
+  kElu,
+  kSelu,
+  kSoftplus
+};
 // Name -> enum for callers that apply the same activation many times (no string compare per call).
 bool parse_activation(const std::string& op_type, Activation& out);
 void apply_activation(Activation act, float alpha, float beta, float* data, int64_t n);
@@ -60,9 +71,18 @@ I float_to_int(double v) {
 // Integer arithmetic that wraps instead of overflowing (signed overflow is undefined in C++).
 template <class T>
 using WrapType = typename std::conditional_t<sizeof(T) < 4, std::type_identity<uint32_t>, std::make_unsigned<T>>::type;
-template <class T> inline T wrap_add(T a, T b) { return T(WrapType<T>(a) + WrapType<T>(b)); }
-template <class T> inline T wrap_sub(T a, T b) { return T(WrapType<T>(a) - WrapType<T>(b)); }
-template <class T> inline T wrap_mul(T a, T b) { return T(WrapType<T>(a) * WrapType<T>(b)); }
+template <class T>
+inline T wrap_add(T a, T b) {
+  return T(WrapType<T>(a) + WrapType<T>(b));
+}
+template <class T>
+inline T wrap_sub(T a, T b) {
+  return T(WrapType<T>(a) - WrapType<T>(b));
+}
+template <class T>
+inline T wrap_mul(T a, T b) {
+  return T(WrapType<T>(a) * WrapType<T>(b));
+}
 
 // ---------------------------------------------------------------- broadcast loop
 // Up to 3 inputs broadcast to out_dims. Output-size-1 dims are dropped and neighbours that
@@ -70,14 +90,13 @@ template <class T> inline T wrap_mul(T a, T b) { return T(WrapType<T>(a) * WrapT
 struct BroadcastPlan {
   static constexpr int kMaxInputs = 3;
   int num_inputs = 0;
-  int64_t rows = 1;                           // product of outer dims
-  int64_t inner = 1;                          // innermost (collapsed) dim
-  std::vector<int64_t> outer;                 // outer dims, row-major
+  int64_t rows = 1;            // product of outer dims
+  int64_t inner = 1;           // innermost (collapsed) dim
+  std::vector<int64_t> outer;  // outer dims, row-major
   std::vector<int64_t> outer_strides[kMaxInputs];
   int64_t inner_stride[kMaxInputs] = {0, 0, 0};  // 0 (broadcast) or 1
 
-  static BroadcastPlan make(const std::vector<const std::vector<int64_t>*>& ins,
-                            const std::vector<int64_t>& out_dims);
+  static BroadcastPlan make(const std::vector<const std::vector<int64_t>*>& ins, const std::vector<int64_t>& out_dims);
 };
 
 // Calls body(offsets[], out_offset, n) for each contiguous run of output rows in
@@ -136,17 +155,16 @@ inline void binary_run(const TA* a, int64_t sa, const TB* b, int64_t sb, TO* o, 
 // o[i] = f(a[..], b[..]) with numpy broadcasting; a_dims/b_dims must broadcast to o_dims.
 // o may alias a when a_dims == o_dims (used by the variadic ops to accumulate).
 template <class TA, class TB, class TO, class F>
-void binary_broadcast(const TA* a, const std::vector<int64_t>& a_dims, const TB* b,
-                      const std::vector<int64_t>& b_dims, TO* o, const std::vector<int64_t>& o_dims,
-                      int num_threads, F f) {
+void binary_broadcast(const TA* a, const std::vector<int64_t>& a_dims, const TB* b, const std::vector<int64_t>& b_dims,
+                      TO* o, const std::vector<int64_t>& o_dims, int num_threads, F f) {
   int64_t total = 1;
   for (int64_t d : o_dims) total *= d;
   if (total == 0) return;
   const BroadcastPlan p = BroadcastPlan::make({&a_dims, &b_dims}, o_dims);
   if (p.rows == 1) {
     ew_parallel(p.inner, total, num_threads, [&](int64_t b0, int64_t e0) {
-      binary_run(a + b0 * p.inner_stride[0], p.inner_stride[0], b + b0 * p.inner_stride[1], p.inner_stride[1],
-                 o + b0, e0 - b0, f);
+      binary_run(a + b0 * p.inner_stride[0], p.inner_stride[0], b + b0 * p.inner_stride[1], p.inner_stride[1], o + b0,
+                 e0 - b0, f);
     });
     return;
   }

@@ -12,8 +12,21 @@ namespace infera {
 namespace {
 
 enum class BinaryOp {
-  kAdd, kSub, kMul, kDiv, kPow, kMod, kAnd, kOr, kXor,
-  kEqual, kGreater, kLess, kGreaterOrEqual, kLessOrEqual, kPRelu,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kMod,
+  kAnd,
+  kOr,
+  kXor,
+  kEqual,
+  kGreater,
+  kLess,
+  kGreaterOrEqual,
+  kLessOrEqual,
+  kPRelu,
 };
 
 bool is_comparison(BinaryOp op) {
@@ -23,10 +36,18 @@ bool is_comparison(BinaryOp op) {
 bool is_logic(BinaryOp op) { return op == BinaryOp::kAnd || op == BinaryOp::kOr || op == BinaryOp::kXor; }
 
 // float16/bfloat16 are accepted wherever floats are: computed in float32 (run_in_float32).
-bool in_set(DataType dt, TypeSet s) { return is_narrow_float(dt) || dispatch(dt, s, [](auto) {}); }
+bool in_set(DataType dt, TypeSet s) {
+  return is_narrow_float(dt) || dispatch(dt, s, [](auto) {});
+}
 
-template <class T> inline T max_nan(T a, T b) { return (a >= b || a != a) ? a : b; }  // NaN wins, as numpy
-template <class T> inline T min_nan(T a, T b) { return (a <= b || a != a) ? a : b; }
+template <class T>
+inline T max_nan(T a, T b) {
+  return (a >= b || a != a) ? a : b;
+}  // NaN wins, as numpy
+template <class T>
+inline T min_nan(T a, T b) {
+  return (a <= b || a != a) ? a : b;
+}
 
 // Floating-point remainder with the sign of the divisor, as numpy.mod (npy_divmod).
 template <class T>
@@ -134,8 +155,8 @@ class BinaryKernel : public OpKernel {
           ok = !(ds.known() && dx.known() && ds.value != 1 && ds.value != dx.value);
         }
         if (!ok)
-          return ctx.error("input 1 (slope) of shape %s does not broadcast to input 0 (X) of shape %s",
-                           s.str().c_str(), x.str().c_str());
+          return ctx.error("input 1 (slope) of shape %s does not broadcast to input 0 (X) of shape %s", s.str().c_str(),
+                           x.str().c_str());
       }
       out = x;
     } else {
@@ -147,16 +168,14 @@ class BinaryKernel : public OpKernel {
   }
 
   Status compute(ComputeContext& ctx) const override {
-    return run_in_float32(ctx, [&](const std::vector<const TensorRef*>& ins, TensorRef& o) {
-      return run(ctx, *ins[0], *ins[1], o);
-    });
+    return run_in_float32(
+        ctx, [&](const std::vector<const TensorRef*>& ins, TensorRef& o) { return run(ctx, *ins[0], *ins[1], o); });
   }
 
  private:
   Status run(ComputeContext& ctx, const TensorRef& a, const TensorRef& b, TensorRef& o) const {
     std::vector<int64_t> dims;
-    if (!broadcast_dims(a.dims, b.dims, dims) || dims != o.dims ||
-        (op_ == BinaryOp::kPRelu && dims != a.dims))
+    if (!broadcast_dims(a.dims, b.dims, dims) || dims != o.dims || (op_ == BinaryOp::kPRelu && dims != a.dims))
       return ctx.error("input shapes do not broadcast to the output shape");
     if ((op_ == BinaryOp::kDiv || op_ == BinaryOp::kMod) && is_integer(b.dtype) && has_zero(b))
       return ctx.error("integer division by zero: input 1 holds a zero");
@@ -190,8 +209,10 @@ class BinaryKernel : public OpKernel {
           case BinaryOp::kMul: run([](T x, T y) { return x * y; }); break;
           case BinaryOp::kDiv: run([](T x, T y) { return x / y; }); break;
           case BinaryOp::kMod:
-            if (fmod_) run([](T x, T y) { return std::fmod(x, y); });
-            else run([](T x, T y) { return py_mod(x, y); });  // opset < 23 requires fmod=1; newer allow 0
+            if (fmod_)
+              run([](T x, T y) { return std::fmod(x, y); });
+            else
+              run([](T x, T y) { return py_mod(x, y); });  // opset < 23 requires fmod=1; newer allow 0
             break;
           case BinaryOp::kPRelu: run([](T x, T s) { return x < T(0) ? x * s : x; }); break;
           default: break;
@@ -295,8 +316,8 @@ class VariadicKernel : public OpKernel {
                          dtype_name(dt));
       Shape next;
       if (!broadcast_shapes(out, ctx.in(i).shape, next))
-        return ctx.error("input %zu of shape %s cannot be broadcast with shape %s", i,
-                         ctx.in(i).shape.str().c_str(), out.str().c_str());
+        return ctx.error("input %zu of shape %s cannot be broadcast with shape %s", i, ctx.in(i).shape.str().c_str(),
+                         out.str().c_str());
       out = std::move(next);
     }
     ctx.set_output(0, dt, out);
@@ -336,8 +357,10 @@ class VariadicKernel : public OpKernel {
             break;
           default:
             binary_broadcast(a, ad, pb, b.dims, po, o.dims, nt, [](T x, T y) {
-              if constexpr (std::is_floating_point_v<T>) return T(x + y);
-              else return wrap_add(x, y);
+              if constexpr (std::is_floating_point_v<T>)
+                return T(x + y);
+              else
+                return wrap_add(x, y);
             });
         }
       };
@@ -431,11 +454,20 @@ class WhereKernel : public OpKernel {
 
 void register_elementwise_binary_ops(OpRegistry& r) {
   static const std::pair<const char*, BinaryOp> ops[] = {
-      {"Add", BinaryOp::kAdd}, {"Sub", BinaryOp::kSub}, {"Mul", BinaryOp::kMul},
-      {"Div", BinaryOp::kDiv}, {"Pow", BinaryOp::kPow}, {"Mod", BinaryOp::kMod},
-      {"And", BinaryOp::kAnd}, {"Or", BinaryOp::kOr}, {"Xor", BinaryOp::kXor},
-      {"Equal", BinaryOp::kEqual}, {"Greater", BinaryOp::kGreater}, {"Less", BinaryOp::kLess},
-      {"GreaterOrEqual", BinaryOp::kGreaterOrEqual}, {"LessOrEqual", BinaryOp::kLessOrEqual},
+      {"Add", BinaryOp::kAdd},
+      {"Sub", BinaryOp::kSub},
+      {"Mul", BinaryOp::kMul},
+      {"Div", BinaryOp::kDiv},
+      {"Pow", BinaryOp::kPow},
+      {"Mod", BinaryOp::kMod},
+      {"And", BinaryOp::kAnd},
+      {"Or", BinaryOp::kOr},
+      {"Xor", BinaryOp::kXor},
+      {"Equal", BinaryOp::kEqual},
+      {"Greater", BinaryOp::kGreater},
+      {"Less", BinaryOp::kLess},
+      {"GreaterOrEqual", BinaryOp::kGreaterOrEqual},
+      {"LessOrEqual", BinaryOp::kLessOrEqual},
       {"PRelu", BinaryOp::kPRelu},
   };
   for (auto& [name, op] : ops) r.add(name, factory_with<BinaryKernel>(op));

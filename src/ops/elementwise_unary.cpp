@@ -14,15 +14,57 @@ namespace infera {
 namespace {
 
 enum class UnaryOp {
-  kAbs, kCeil, kFloor, kRound, kNeg, kReciprocal, kSqrt, kExp, kLog, kErf, kSign,
-  kSin, kCos, kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh,
-  kTanh, kSigmoid, kRelu, kLeakyRelu, kElu, kSelu, kCelu, kHardSigmoid, kHardSwish, kSoftplus,
-  kSoftsign, kMish, kGelu, kGeluTanh, kThresholdedRelu, kNot, kIsNaN, kIsInf,
+  kAbs,
+  kCeil,
+  kFloor,
+  kRound,
+  kNeg,
+  kReciprocal,
+  kSqrt,
+  kExp,
+  kLog,
+  kErf,
+  kSign,
+  kSin,
+  kCos,
+  kTan,
+  kAsin,
+  kAcos,
+  kAtan,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh,
+  kTanh,
+  kSigmoid,
+  kRelu,
+  kLeakyRelu,
+  kElu,
+  kSelu,
+  kCelu,
+  kHardSigmoid,
+  kHardSwish,
+  kSoftplus,
+  kSoftsign,
+  kMish,
+  kGelu,
+  kGeluTanh,
+  kThresholdedRelu,
+  kNot,
+  kIsNaN,
+  kIsInf,
 };
 
 // ---------------------------------------------------------------- scalar functions
-template <class T> inline T relu(T x) { return x < T(0) ? T(0) : x; }  // keeps NaN
-template <class T> inline T leaky_relu(T x, T a) { return x < T(0) ? a * x : x; }
+template <class T>
+inline T relu(T x) {
+  return x < T(0) ? T(0) : x;
+}  // keeps NaN
+template <class T>
+inline T leaky_relu(T x, T a) {
+  return x < T(0) ? a * x : x;
+}
 // expf for x in about [-87.3, 88.4] (clamped to it), within 2 ulp: Cephes' range reduction and
 // polynomial, written without branches or calls so that loops over it vectorize.
 inline float exp_clamped(float x) {
@@ -42,7 +84,8 @@ inline float exp_clamped(float x) {
   return p * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
 }
 
-template <class T> inline T sigmoid(T x) {
+template <class T>
+inline T sigmoid(T x) {
   if constexpr (std::is_same_v<T, float>) {  // branch-free: e = exp(-|x|) never overflows
     const float e = exp_clamped(-std::fabs(x));
     const float r = 1.f / (1.f + e);
@@ -53,14 +96,30 @@ template <class T> inline T sigmoid(T x) {
     return e / (T(1) + e);
   }
 }
-template <class T> inline T hard_sigmoid(T x, T a, T b) { return std::max(T(0), std::min(T(1), a * x + b)); }
-template <class T> inline T hard_swish(T x) { return x * hard_sigmoid(x, T(1) / T(6), T(0.5)); }
-template <class T> inline T elu(T x, T a) { return x < T(0) ? a * (std::exp(x) - T(1)) : x; }
-template <class T> inline T selu(T x, T a, T g) { return x <= T(0) ? g * (a * std::exp(x) - a) : g * x; }
-template <class T> inline T softplus(T x) {
+template <class T>
+inline T hard_sigmoid(T x, T a, T b) {
+  return std::max(T(0), std::min(T(1), a * x + b));
+}
+template <class T>
+inline T hard_swish(T x) {
+  return x * hard_sigmoid(x, T(1) / T(6), T(0.5));
+}
+template <class T>
+inline T elu(T x, T a) {
+  return x < T(0) ? a * (std::exp(x) - T(1)) : x;
+}
+template <class T>
+inline T selu(T x, T a, T g) {
+  return x <= T(0) ? g * (a * std::exp(x) - a) : g * x;
+}
+template <class T>
+inline T softplus(T x) {
   return x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
 }
-template <class T> inline T clip(T x, T lo, T hi) { return std::min(std::max(x, lo), hi); }
+template <class T>
+inline T clip(T x, T lo, T hi) {
+  return std::min(std::max(x, lo), hi);
+}
 
 constexpr float kSeluAlpha = 1.67326319217681884765625f;
 constexpr float kSeluGamma = 1.05070102214813232421875f;
@@ -120,7 +179,8 @@ class UnaryKernel : public OpKernel {
       return Status::error(node_message(n, "attribute 'alpha' must be non-zero, found 0"));
     if (op_ == UnaryOp::kGelu) {
       std::string a = n.attr_string("approximate", "none");
-      if (a == "tanh") op_ = UnaryOp::kGeluTanh;
+      if (a == "tanh")
+        op_ = UnaryOp::kGeluTanh;
       else if (a != "none")
         return Status::error(
             node_message(n, "attribute 'approximate' must be 'none' or 'tanh', found '%s'", a.c_str()));
@@ -130,7 +190,10 @@ class UnaryKernel : public OpKernel {
 
   TypeSet type_set() const {
     switch (op_) {
-      case UnaryOp::kAbs: case UnaryOp::kSign: case UnaryOp::kRelu: case UnaryOp::kErf: return TypeSet::kNumeric;
+      case UnaryOp::kAbs:
+      case UnaryOp::kSign:
+      case UnaryOp::kRelu:
+      case UnaryOp::kErf: return TypeSet::kNumeric;
       case UnaryOp::kNeg: return TypeSet::kSignedNumeric;
       case UnaryOp::kNot: return TypeSet::kAll;  // checked as bool below
       default: return TypeSet::kFloats;
@@ -141,8 +204,7 @@ class UnaryKernel : public OpKernel {
     if (!ctx.has_input(0)) return ctx.error("input 0 (X) is required");
     const ValueInfo& x = ctx.in(0);
     if (op_ == UnaryOp::kNot) {
-      if (x.dtype != DataType::kBool)
-        return ctx.error("input 0 (X) has dtype %s, expected bool", dtype_name(x.dtype));
+      if (x.dtype != DataType::kBool) return ctx.error("input 0 (X) has dtype %s, expected bool", dtype_name(x.dtype));
     } else if (!in_set(x.dtype, type_set())) {
       return ctx.error("input 0 (X) has dtype %s, expected %s", dtype_name(x.dtype), set_name(type_set()));
     }
@@ -178,8 +240,10 @@ class UnaryKernel : public OpKernel {
       using U = std::make_unsigned_t<T>;
       switch (op_) {
         case UnaryOp::kAbs:
-          if constexpr (std::is_signed_v<T>) map(x, y, n, nt, [](T v) { return v < 0 ? T(U(0) - U(v)) : v; });
-          else map(x, y, n, nt, [](T v) { return v; });
+          if constexpr (std::is_signed_v<T>)
+            map(x, y, n, nt, [](T v) { return v < 0 ? T(U(0) - U(v)) : v; });
+          else
+            map(x, y, n, nt, [](T v) { return v; });
           break;
         case UnaryOp::kNeg: map(x, y, n, nt, [](T v) { return T(U(0) - U(v)); }); break;
         case UnaryOp::kSign: map(x, y, n, nt, [](T v) { return T((v > T(0)) - (v < T(0))); }); break;
@@ -292,9 +356,8 @@ class ClipKernel : public OpKernel {
   }
 
   Status compute(ComputeContext& ctx) const override {
-    return run_in_float32(ctx, [&](const std::vector<const TensorRef*>& ins, TensorRef& y) {
-      return run(ctx, ins, y);
-    });
+    return run_in_float32(ctx,
+                          [&](const std::vector<const TensorRef*>& ins, TensorRef& y) { return run(ctx, ins, y); });
   }
 
  private:
@@ -347,11 +410,16 @@ OpFactory factory_with(Args... args) {
 // ---------------------------------------------------------------- activations for fused kernels
 bool parse_activation(const std::string& op_type, Activation& out) {
   static const std::pair<const char*, Activation> table[] = {
-      {"Identity", Activation::kIdentity}, {"Relu", Activation::kRelu},
-      {"LeakyRelu", Activation::kLeakyRelu}, {"Sigmoid", Activation::kSigmoid},
-      {"Tanh", Activation::kTanh}, {"Clip", Activation::kClip},
-      {"HardSigmoid", Activation::kHardSigmoid}, {"HardSwish", Activation::kHardSwish},
-      {"Elu", Activation::kElu}, {"Selu", Activation::kSelu},
+      {"Identity", Activation::kIdentity},
+      {"Relu", Activation::kRelu},
+      {"LeakyRelu", Activation::kLeakyRelu},
+      {"Sigmoid", Activation::kSigmoid},
+      {"Tanh", Activation::kTanh},
+      {"Clip", Activation::kClip},
+      {"HardSigmoid", Activation::kHardSigmoid},
+      {"HardSwish", Activation::kHardSwish},
+      {"Elu", Activation::kElu},
+      {"Selu", Activation::kSelu},
       {"Softplus", Activation::kSoftplus},
   };
   for (auto& [name, act] : table) {
@@ -367,16 +435,36 @@ void apply_activation(Activation act, float alpha, float beta, float* d, int64_t
   const float a = alpha, b = beta;
   switch (act) {
     case Activation::kIdentity: break;
-    case Activation::kRelu: for (int64_t i = 0; i < n; ++i) d[i] = relu(d[i]); break;
-    case Activation::kLeakyRelu: for (int64_t i = 0; i < n; ++i) d[i] = leaky_relu(d[i], a); break;
-    case Activation::kSigmoid: for (int64_t i = 0; i < n; ++i) d[i] = sigmoid(d[i]); break;
-    case Activation::kTanh: for (int64_t i = 0; i < n; ++i) d[i] = std::tanh(d[i]); break;
-    case Activation::kClip: for (int64_t i = 0; i < n; ++i) d[i] = clip(d[i], a, b); break;
-    case Activation::kHardSigmoid: for (int64_t i = 0; i < n; ++i) d[i] = hard_sigmoid(d[i], a, b); break;
-    case Activation::kHardSwish: for (int64_t i = 0; i < n; ++i) d[i] = hard_swish(d[i]); break;
-    case Activation::kElu: for (int64_t i = 0; i < n; ++i) d[i] = elu(d[i], a); break;
-    case Activation::kSelu: for (int64_t i = 0; i < n; ++i) d[i] = selu(d[i], a, b); break;
-    case Activation::kSoftplus: for (int64_t i = 0; i < n; ++i) d[i] = softplus(d[i]); break;
+    case Activation::kRelu:
+      for (int64_t i = 0; i < n; ++i) d[i] = relu(d[i]);
+      break;
+    case Activation::kLeakyRelu:
+      for (int64_t i = 0; i < n; ++i) d[i] = leaky_relu(d[i], a);
+      break;
+    case Activation::kSigmoid:
+      for (int64_t i = 0; i < n; ++i) d[i] = sigmoid(d[i]);
+      break;
+    case Activation::kTanh:
+      for (int64_t i = 0; i < n; ++i) d[i] = std::tanh(d[i]);
+      break;
+    case Activation::kClip:
+      for (int64_t i = 0; i < n; ++i) d[i] = clip(d[i], a, b);
+      break;
+    case Activation::kHardSigmoid:
+      for (int64_t i = 0; i < n; ++i) d[i] = hard_sigmoid(d[i], a, b);
+      break;
+    case Activation::kHardSwish:
+      for (int64_t i = 0; i < n; ++i) d[i] = hard_swish(d[i]);
+      break;
+    case Activation::kElu:
+      for (int64_t i = 0; i < n; ++i) d[i] = elu(d[i], a);
+      break;
+    case Activation::kSelu:
+      for (int64_t i = 0; i < n; ++i) d[i] = selu(d[i], a, b);
+      break;
+    case Activation::kSoftplus:
+      for (int64_t i = 0; i < n; ++i) d[i] = softplus(d[i]);
+      break;
   }
 }
 
@@ -389,20 +477,45 @@ bool apply_activation(const std::string& op_type, float alpha, float beta, float
 
 void register_elementwise_unary_ops(OpRegistry& r) {
   static const std::pair<const char*, UnaryOp> ops[] = {
-      {"Abs", UnaryOp::kAbs}, {"Ceil", UnaryOp::kCeil}, {"Floor", UnaryOp::kFloor},
-      {"Round", UnaryOp::kRound}, {"Neg", UnaryOp::kNeg}, {"Reciprocal", UnaryOp::kReciprocal},
-      {"Sqrt", UnaryOp::kSqrt}, {"Exp", UnaryOp::kExp}, {"Log", UnaryOp::kLog},
-      {"Erf", UnaryOp::kErf}, {"Sign", UnaryOp::kSign}, {"Sin", UnaryOp::kSin},
-      {"Cos", UnaryOp::kCos}, {"Tan", UnaryOp::kTan}, {"Asin", UnaryOp::kAsin},
-      {"Acos", UnaryOp::kAcos}, {"Atan", UnaryOp::kAtan}, {"Sinh", UnaryOp::kSinh},
-      {"Cosh", UnaryOp::kCosh}, {"Asinh", UnaryOp::kAsinh}, {"Acosh", UnaryOp::kAcosh},
-      {"Atanh", UnaryOp::kAtanh}, {"Tanh", UnaryOp::kTanh}, {"Sigmoid", UnaryOp::kSigmoid},
-      {"Relu", UnaryOp::kRelu}, {"LeakyRelu", UnaryOp::kLeakyRelu}, {"Elu", UnaryOp::kElu},
-      {"Selu", UnaryOp::kSelu}, {"Celu", UnaryOp::kCelu}, {"HardSigmoid", UnaryOp::kHardSigmoid},
-      {"HardSwish", UnaryOp::kHardSwish}, {"Softplus", UnaryOp::kSoftplus},
-      {"Softsign", UnaryOp::kSoftsign}, {"Mish", UnaryOp::kMish}, {"Gelu", UnaryOp::kGelu},
-      {"ThresholdedRelu", UnaryOp::kThresholdedRelu}, {"Not", UnaryOp::kNot},
-      {"IsNaN", UnaryOp::kIsNaN}, {"IsInf", UnaryOp::kIsInf},
+      {"Abs", UnaryOp::kAbs},
+      {"Ceil", UnaryOp::kCeil},
+      {"Floor", UnaryOp::kFloor},
+      {"Round", UnaryOp::kRound},
+      {"Neg", UnaryOp::kNeg},
+      {"Reciprocal", UnaryOp::kReciprocal},
+      {"Sqrt", UnaryOp::kSqrt},
+      {"Exp", UnaryOp::kExp},
+      {"Log", UnaryOp::kLog},
+      {"Erf", UnaryOp::kErf},
+      {"Sign", UnaryOp::kSign},
+      {"Sin", UnaryOp::kSin},
+      {"Cos", UnaryOp::kCos},
+      {"Tan", UnaryOp::kTan},
+      {"Asin", UnaryOp::kAsin},
+      {"Acos", UnaryOp::kAcos},
+      {"Atan", UnaryOp::kAtan},
+      {"Sinh", UnaryOp::kSinh},
+      {"Cosh", UnaryOp::kCosh},
+      {"Asinh", UnaryOp::kAsinh},
+      {"Acosh", UnaryOp::kAcosh},
+      {"Atanh", UnaryOp::kAtanh},
+      {"Tanh", UnaryOp::kTanh},
+      {"Sigmoid", UnaryOp::kSigmoid},
+      {"Relu", UnaryOp::kRelu},
+      {"LeakyRelu", UnaryOp::kLeakyRelu},
+      {"Elu", UnaryOp::kElu},
+      {"Selu", UnaryOp::kSelu},
+      {"Celu", UnaryOp::kCelu},
+      {"HardSigmoid", UnaryOp::kHardSigmoid},
+      {"HardSwish", UnaryOp::kHardSwish},
+      {"Softplus", UnaryOp::kSoftplus},
+      {"Softsign", UnaryOp::kSoftsign},
+      {"Mish", UnaryOp::kMish},
+      {"Gelu", UnaryOp::kGelu},
+      {"ThresholdedRelu", UnaryOp::kThresholdedRelu},
+      {"Not", UnaryOp::kNot},
+      {"IsNaN", UnaryOp::kIsNaN},
+      {"IsInf", UnaryOp::kIsInf},
   };
   for (auto& [name, op] : ops) r.add(name, factory_with<UnaryKernel>(op));
   r.add("Clip", factory_with<ClipKernel>());

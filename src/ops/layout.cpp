@@ -142,7 +142,8 @@ class TileKernel : public OpKernel {
     std::vector<int64_t> st = strides_of(x.dims), dims, ist;
     for (int i = 0; i < x.rank(); ++i) {
       if (x.dims[i] == 0 ? y.dims[i] != 0 : y.dims[i] % x.dims[i] != 0)
-        return ctx.error("output dim %lld is not a multiple of input dim %lld", (long long)y.dims[i], (long long)x.dims[i]);
+        return ctx.error("output dim %lld is not a multiple of input dim %lld", (long long)y.dims[i],
+                         (long long)x.dims[i]);
       dims.push_back(x.dims[i] ? y.dims[i] / x.dims[i] : 0);
       ist.push_back(0);
       dims.push_back(x.dims[i]);
@@ -161,10 +162,13 @@ class SpaceDepthKernel : public OpKernel {
     std::string mode = n.attr_string("mode", "DCR");
     // DepthToSpace has 'mode' from opset 11, SpaceToDepth from opset 28.
     if ((to_space && opset >= 11) || (!to_space && opset >= 28)) {
-      if (mode == "CRD") crd_ = true;
-      else if (mode != "DCR") bad_ = Status::error(node_message(n, "attribute 'mode' must be DCR or CRD, found '%s'", mode.c_str()));
+      if (mode == "CRD")
+        crd_ = true;
+      else if (mode != "DCR")
+        bad_ = Status::error(node_message(n, "attribute 'mode' must be DCR or CRD, found '%s'", mode.c_str()));
     }
-    if (!n.has_attr("blocksize")) bad_ = Status::error(node_message(n, "attribute 'blocksize' is required"));
+    if (!n.has_attr("blocksize"))
+      bad_ = Status::error(node_message(n, "attribute 'blocksize' is required"));
     else if (b_ <= 0 || b_ > (1 << 20))
       bad_ = Status::error(node_message(n, "attribute 'blocksize' must be positive, found %lld", (long long)b_));
   }
@@ -181,7 +185,8 @@ class SpaceDepthKernel : public OpKernel {
     const int64_t bb = b_ * b_;
     if (to_space_) {
       if (c.known() && c.value % bb != 0)
-        return ctx.error("input channels %lld must be divisible by blocksize^2 = %lld", (long long)c.value, (long long)bb);
+        return ctx.error("input channels %lld must be divisible by blocksize^2 = %lld", (long long)c.value,
+                         (long long)bb);
       ctx.set_output(0, x.dtype,
                      Shape({n, c.known() ? Dim(c.value / bb) : Dim(), h.known() ? Dim(h.value * b_) : Dim(),
                             w.known() ? Dim(w.value * b_) : Dim()}));
@@ -204,8 +209,10 @@ class SpaceDepthKernel : public OpKernel {
       // Output viewed as [N, c, H, b1, W, b2]; the input as [N, b1, b2, c, H, W] (DCR)
       // or [N, c, b1, b2, H, W] (CRD).
       dims = {N, c, H, b, W, b};
-      if (crd_) st = {C * hw, b * b * hw, W, b * hw, 1, hw};
-      else st = {C * hw, hw, W, b * c * hw, 1, c * hw};
+      if (crd_)
+        st = {C * hw, b * b * hw, W, b * hw, 1, hw};
+      else
+        st = {C * hw, hw, W, b * c * hw, 1, c * hw};
     } else {
       const int64_t h = H / b, w = W / b;
       // Output viewed as [N, b1, b2, C, h, w] (DCR) or [N, C, b1, b2, h, w] (CRD); the input

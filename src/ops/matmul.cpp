@@ -19,8 +19,8 @@ namespace {
 // C = alpha * op(A) * op(B) + beta * C over row chunks x column blocks. Per element the
 // sum runs over K in blocks of KB in a fixed order, whatever the partition.
 template <class T>
-void gemm_blocked(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
-                  const T* B, int64_t ldb, T beta, T* C, int64_t ldc, int num_threads) {
+void gemm_blocked(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B,
+                  int64_t ldb, T beta, T* C, int64_t ldc, int num_threads) {
   if (M <= 0 || N <= 0) return;
   constexpr int64_t NB = 256, KB = 256, MR = 4;
   int nt = num_threads > 0 ? num_threads : omp_get_max_threads();
@@ -38,8 +38,10 @@ void gemm_blocked(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, co
       const int64_t j0 = (t % col_blocks) * NB, nb = std::min(NB, N - j0);
       for (int64_t i = i0; i < i1; ++i) {
         T* c = C + i * ldc + j0;
-        if (beta == T(0)) std::fill(c, c + nb, T(0));
-        else if (beta != T(1)) for (int64_t j = 0; j < nb; ++j) c[j] *= beta;
+        if (beta == T(0))
+          std::fill(c, c + nb, T(0));
+        else if (beta != T(1))
+          for (int64_t j = 0; j < nb; ++j) c[j] *= beta;
       }
       for (int64_t k0 = 0; k0 < K; k0 += KB) {
         const int64_t kb = std::min(KB, K - k0);
@@ -98,8 +100,8 @@ void gemm_blocked(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, co
 
 // Integer GEMM: wrapping 64-bit accumulation; alpha/beta applied in double when not 1.
 template <class T>
-void gemm_int(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const T* A, const T* B,
-              double beta, T* C, int num_threads) {
+void gemm_int(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const T* A, const T* B, double beta,
+              T* C, int num_threads) {
   const int64_t lda = ta ? M : K, ldb = tb ? K : N;
   const bool exact = alpha == 1.0 && (beta == 0.0 || beta == 1.0);
   parallel_for(M, static_cast<double>(M) * N * K > 65536.0 ? num_threads : 1, [&](int64_t b, int64_t e) {
@@ -122,9 +124,7 @@ void gemm_int(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, c
   });
 }
 
-bool gemm_supported(DataType dt) {
-  return dt == DataType::kFloat32 || dt == DataType::kFloat64 || (is_integer(dt));
-}
+bool gemm_supported(DataType dt) { return dt == DataType::kFloat32 || dt == DataType::kFloat64 || (is_integer(dt)); }
 
 // Runs C = alpha*op(A)*op(B) + beta*C for contiguous matrices of dtype dt.
 void gemm_any(DataType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const void* A,
@@ -143,8 +143,8 @@ void gemm_any(DataType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, do
   dispatch(dt, TypeSet::kNumeric, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_integral_v<T>)
-      gemm_int<T>(ta, tb, M, N, K, alpha, static_cast<const T*>(A), static_cast<const T*>(B), beta,
-                  static_cast<T*>(C), nt);
+      gemm_int<T>(ta, tb, M, N, K, alpha, static_cast<const T*>(A), static_cast<const T*>(B), beta, static_cast<T*>(C),
+                  nt);
   });
 }
 
@@ -198,8 +198,8 @@ class MatMulKernel : public OpKernel {
     if (ad.size() == 1) ad.insert(ad.begin(), 1);
     if (bd.size() == 1) bd.push_back(1);
     const int64_t M = ad[ad.size() - 2], K = ad.back(), N = bd.back();
-    if (bd[bd.size() - 2] != K) return ctx.error("inner dims differ: %lld vs %lld", (long long)K,
-                                                 (long long)bd[bd.size() - 2]);
+    if (bd[bd.size() - 2] != K)
+      return ctx.error("inner dims differ: %lld vs %lld", (long long)K, (long long)bd[bd.size() - 2]);
     std::vector<int64_t> ab(ad.begin(), ad.end() - 2), bb(bd.begin(), bd.end() - 2), ob;
     if (!broadcast_dims(ab, bb, ob)) return ctx.error("batch dims do not broadcast");
     int64_t nbatch = 1;
@@ -274,8 +274,7 @@ class GemmKernel : public OpKernel {
       return Status::ok();
     }
     if (a.shape.rank() != 2 || b.shape.rank() != 2)
-      return ctx.error("inputs 'A' and 'B' must be 2-D, found %s and %s", a.shape.str().c_str(),
-                       b.shape.str().c_str());
+      return ctx.error("inputs 'A' and 'B' must be 2-D, found %s and %s", a.shape.str().c_str(), b.shape.str().c_str());
     const Dim m = a.shape.dims[attrs_.trans_a ? 1 : 0], ka = a.shape.dims[attrs_.trans_a ? 0 : 1];
     const Dim kb = b.shape.dims[attrs_.trans_b ? 1 : 0], n = b.shape.dims[attrs_.trans_b ? 0 : 1];
     if (ka.known() && kb.known() && ka.value != kb.value)
@@ -362,18 +361,23 @@ class FusedGemmKernel : public GemmKernel {
     if (!activation_.empty()) {
       float probe = 0.f;
       if (!apply_activation(activation_, act_alpha_, act_beta_, &probe, 1))
-        status_ = Status::error(node_message(n, "attribute 'activation' names an unsupported activation '%s'",
-                                             activation_.c_str()));
+        status_ = Status::error(
+            node_message(n, "attribute 'activation' names an unsupported activation '%s'", activation_.c_str()));
     }
   }
 
  private:
   static void default_params(const std::string& act, float& a, float& b) {
-    if (act == "LeakyRelu") a = 0.01f;
-    else if (act == "HardSigmoid") a = 0.2f, b = 0.5f;
-    else if (act == "Elu" || act == "Celu" || act == "ThresholdedRelu") a = 1.f;
-    else if (act == "Selu") a = 1.67326319217681884765625f, b = 1.05070102214813232421875f;
-    else if (act == "Clip") a = -FLT_MAX, b = FLT_MAX;
+    if (act == "LeakyRelu")
+      a = 0.01f;
+    else if (act == "HardSigmoid")
+      a = 0.2f, b = 0.5f;
+    else if (act == "Elu" || act == "Celu" || act == "ThresholdedRelu")
+      a = 1.f;
+    else if (act == "Selu")
+      a = 1.67326319217681884765625f, b = 1.05070102214813232421875f;
+    else if (act == "Clip")
+      a = -FLT_MAX, b = FLT_MAX;
   }
 
   Status check_extra(InferContext& ctx) const override {

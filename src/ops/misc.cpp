@@ -135,8 +135,8 @@ class TopKKernel : public OpKernel {
     // 'sorted' = 0 lets any order through; the sorted order is always a valid answer.
     largest_ = opset < 11 || n.attr_int("largest", 1) != 0;
     if (!k_from_input_ && (!n.has_attr("k") || k_attr_ < 0))
-      status_ = Status::error(node_message(n, "attribute 'k' must be present and >= 0, found %lld",
-                                           (long long)k_attr_));
+      status_ =
+          Status::error(node_message(n, "attribute 'k' must be present and >= 0, found %lld", (long long)k_attr_));
   }
   Status init() { return status_; }
 

@@ -29,10 +29,10 @@ struct TensorRef {
   }
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
   template <class T>
-  T* ptr() const { return static_cast<T*>(data); }
-  static TensorRef of(const Tensor& t) {
-    return TensorRef{t.dtype(), t.dims(), const_cast<void*>(t.data())};
+  T* ptr() const {
+    return static_cast<T*>(data);
   }
+  static TensorRef of(const Tensor& t) { return TensorRef{t.dtype(), t.dims(), const_cast<void*>(t.data())}; }
 };
 
 // What is known about a value during inference: dtype, (symbolic) shape and, when the

@@ -30,10 +30,14 @@ class PadKernel : public OpKernel {
  public:
   PadKernel(const Node& n, int64_t opset) : opset_(opset), value_(n.attr_float("value", 0.f)) {
     std::string mode = n.attr_string("mode", "constant");
-    if (mode == "constant") mode_ = PadMode::kConstant;
-    else if (mode == "reflect") mode_ = PadMode::kReflect;
-    else if (mode == "edge") mode_ = PadMode::kEdge;
-    else if (mode == "wrap" && opset >= 19) mode_ = PadMode::kWrap;
+    if (mode == "constant")
+      mode_ = PadMode::kConstant;
+    else if (mode == "reflect")
+      mode_ = PadMode::kReflect;
+    else if (mode == "edge")
+      mode_ = PadMode::kEdge;
+    else if (mode == "wrap" && opset >= 19)
+      mode_ = PadMode::kWrap;
     else
       bad_ = Status::error(node_message(n, "attribute 'mode' must be constant, reflect, edge%s; found '%s'",
                                         opset >= 19 ? " or wrap" : "", mode.c_str()));
@@ -172,8 +176,7 @@ class PadKernel : public OpKernel {
     std::vector<std::vector<int64_t>> map(r);
     for (int k = 0; k < r; ++k) {
       map[k].resize(y.dims[k]);
-      for (int64_t o = 0; o < y.dims[k]; ++o)
-        map[k][o] = x.dims[k] == 0 ? -1 : pad_source(o - b[k], x.dims[k], mode_);
+      for (int64_t o = 0; o < y.dims[k]; ++o) map[k][o] = x.dims[k] == 0 ? -1 : pad_source(o - b[k], x.dims[k], mode_);
     }
     const std::vector<int64_t> st = strides_of(x.dims);
     const int64_t n = y.dims[r - 1], rows = total / n;
@@ -192,8 +195,10 @@ class PadKernel : public OpKernel {
             const int64_t o = rem % y.dims[k];
             rem /= y.dims[k];
             const int64_t m = map[k][o];
-            if (m < 0) constant = true;
-            else off += m * st[k];
+            if (m < 0)
+              constant = true;
+            else
+              off += m * st[k];
           }
           T* out = reinterpret_cast<T*>(dst) + row * n;
           const T* in = reinterpret_cast<const T*>(src) + off;

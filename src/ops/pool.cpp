@@ -74,12 +74,8 @@ namespace {
 template <class F>
 bool dispatch_pool(DataType dt, bool ints, F&& f) {
   switch (dt) {
-    case DataType::kFloat32:
-      f(TypeTag<float>{});
-      return true;
-    case DataType::kFloat64:
-      f(TypeTag<double>{});
-      return true;
+    case DataType::kFloat32: f(TypeTag<float>{}); return true;
+    case DataType::kFloat64: f(TypeTag<double>{}); return true;
     case DataType::kInt8:
       if (!ints) return false;
       f(TypeTag<int8_t>{});
@@ -88,8 +84,7 @@ bool dispatch_pool(DataType dt, bool ints, F&& f) {
       if (!ints) return false;
       f(TypeTag<uint8_t>{});
       return true;
-    default:
-      return false;
+    default: return false;
   }
 }
 

@@ -15,8 +15,8 @@ enum class ReduceKind { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kL
 
 // Accumulator: double for floats; wrapping 64-bit integers for integer types.
 template <class T>
-using AccOf = std::conditional_t<std::is_floating_point_v<T>, double,
-                                 std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
+using AccOf =
+    std::conditional_t<std::is_floating_point_v<T>, double, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
 
 // Input dims split into kept and reduced groups (adjacent groups merged, size-1 dims dropped).
 struct ReduceLayout {
@@ -28,8 +28,10 @@ struct ReduceLayout {
     int last = -1;  // 0 = kept, 1 = reduced
     for (size_t i = 0; i < dims.size(); ++i) {
       int r = reduced[i] ? 1 : 0;
-      if (r) red_n *= dims[i];
-      else out_n *= dims[i];
+      if (r)
+        red_n *= dims[i];
+      else
+        out_n *= dims[i];
       if (dims[i] == 1) continue;
       auto& sz = r ? red_sizes : kept_sizes;
       auto& sd = r ? red_strides : kept_strides;
@@ -91,8 +93,7 @@ struct ReduceLayout {
 };
 
 // Resolves raw axes against the rank; empty -> all (or none when noop). False on bad axes.
-bool resolve_axes(std::vector<int64_t> axes, int64_t rank, bool noop_empty, std::vector<bool>& mask,
-                  std::string& why) {
+bool resolve_axes(std::vector<int64_t> axes, int64_t rank, bool noop_empty, std::vector<bool>& mask, std::string& why) {
   mask.assign(rank, false);
   if (axes.empty()) {
     if (!noop_empty) mask.assign(rank, true);
@@ -124,13 +125,13 @@ class ReduceKernel : public OpKernel {
       axes_ = n.attr_ints("axes");
       noop_empty_ = false;
     } else if (n.has_attr("axes")) {
-      status_ = Status::error(node_message(
-          n, "attribute 'axes' is not allowed at opset %lld (axes are an input from opset %lld)",
-          (long long)opset, (long long)input_from));
+      status_ = Status::error(
+          node_message(n, "attribute 'axes' is not allowed at opset %lld (axes are an input from opset %lld)",
+                       (long long)opset, (long long)input_from));
     }
     if (n.attr_int("keepdims", 1) != 0 && n.attr_int("keepdims", 1) != 1)
-      status_ = Status::error(node_message(n, "attribute 'keepdims' must be 0 or 1, found %lld",
-                                           (long long)n.attr_int("keepdims", 1)));
+      status_ = Status::error(
+          node_message(n, "attribute 'keepdims' must be 0 or 1, found %lld", (long long)n.attr_int("keepdims", 1)));
   }
   Status init() { return status_; }
 
@@ -150,8 +151,7 @@ class ReduceKernel : public OpKernel {
       const Tensor* v = ctx.value(1);
       if (!v) {
         // Axes unknown until run time: with keepdims the rank is kept.
-        ctx.set_output(0, x.dtype,
-                       keepdims_ && x.shape.rank_known ? Shape::of_rank(x.shape.rank()) : Shape::unknown());
+        ctx.set_output(0, x.dtype, keepdims_ && x.shape.rank_known ? Shape::of_rank(x.shape.rank()) : Shape::unknown());
         return Status::ok();
       }
       if (!read_ints(*v, axes)) return ctx.error("input 'axes' could not be read");
@@ -165,8 +165,10 @@ class ReduceKernel : public OpKernel {
     if (!resolve_axes(axes, x.shape.rank(), noop_empty_, mask, why)) return ctx.error("%s", why.c_str());
     std::vector<Dim> out;
     for (int i = 0; i < x.shape.rank(); ++i) {
-      if (!mask[i]) out.push_back(x.shape.dims[i]);
-      else if (keepdims_) out.push_back(Dim(1));
+      if (!mask[i])
+        out.push_back(x.shape.dims[i]);
+      else if (keepdims_)
+        out.push_back(Dim(1));
     }
     ctx.set_output(0, x.dtype, Shape(std::move(out)));
     return Status::ok();
@@ -183,12 +185,14 @@ class ReduceKernel : public OpKernel {
     if (!resolve_axes(axes, x.rank(), noop_empty_, mask, why)) return ctx.error("%s", why.c_str());
     ReduceLayout L;
     L.build(x.dims, mask);
-    if (L.out_n != y.numel()) return ctx.error("output has %lld elements, expected %lld",
-                                               (long long)y.numel(), (long long)L.out_n);
+    if (L.out_n != y.numel())
+      return ctx.error("output has %lld elements, expected %lld", (long long)y.numel(), (long long)L.out_n);
     bool ok = dispatch(x.dtype, TypeSet::kAll, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (std::is_same_v<T, bool>) run_bool(ctx, L, x.ptr<bool>(), y.ptr<bool>());
-      else run<T>(ctx, L, x.ptr<T>(), y.ptr<T>());
+      if constexpr (std::is_same_v<T, bool>)
+        run_bool(ctx, L, x.ptr<bool>(), y.ptr<bool>());
+      else
+        run<T>(ctx, L, x.ptr<T>(), y.ptr<T>());
     });
     if (!ok) return ctx.error("unsupported dtype %s", dtype_name(x.dtype));
     return Status::ok();
@@ -244,14 +248,15 @@ class ReduceKernel : public OpKernel {
         L.visit(x, base, [&](T v) { s += std::exp(static_cast<double>(v) - m); });
         return cast_out<T>(m + std::log(s));
       }
-      default:
-        break;
+      default: break;
     }
     Acc s = 0;
     if (kind_ == ReduceKind::kL1) {
       L.visit(x, base, [&](T v) {
-        if constexpr (std::is_signed_v<T>) s += static_cast<Acc>(v < 0 ? -v : v);
-        else s += static_cast<Acc>(v);
+        if constexpr (std::is_signed_v<T>)
+          s += static_cast<Acc>(v < 0 ? -v : v);
+        else
+          s += static_cast<Acc>(v);
       });
     } else if (kind_ == ReduceKind::kL2 || kind_ == ReduceKind::kSumSquare) {
       L.visit(x, base, [&](T v) { s += static_cast<Acc>(v) * static_cast<Acc>(v); });
@@ -260,8 +265,10 @@ class ReduceKernel : public OpKernel {
     }
     switch (kind_) {
       case ReduceKind::kMean:
-        if constexpr (std::is_floating_point_v<T>) return static_cast<T>(s / static_cast<double>(n));
-        else return n == 0 ? T(0) : static_cast<T>(s / static_cast<Acc>(n));
+        if constexpr (std::is_floating_point_v<T>)
+          return static_cast<T>(s / static_cast<double>(n));
+        else
+          return n == 0 ? T(0) : static_cast<T>(s / static_cast<Acc>(n));
       case ReduceKind::kL2: return cast_out<T>(std::sqrt(static_cast<double>(s)));
       case ReduceKind::kLogSum: return cast_out<T>(std::log(static_cast<double>(s)));
       default: return static_cast<T>(s);
@@ -329,8 +336,10 @@ class ArgKernel : public OpKernel {
                        x.shape.str().c_str());
     std::vector<Dim> out;
     for (int i = 0; i < x.shape.rank(); ++i) {
-      if (i != axis) out.push_back(x.shape.dims[i]);
-      else if (keepdims_) out.push_back(Dim(1));
+      if (i != axis)
+        out.push_back(x.shape.dims[i]);
+      else if (keepdims_)
+        out.push_back(Dim(1));
     }
     ctx.set_output(0, DataType::kInt64, Shape(std::move(out)));
     return Status::ok();

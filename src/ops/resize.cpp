@@ -11,8 +11,15 @@ namespace infera {
 namespace {
 
 enum class Mode { kNearest, kLinear, kCubic };
-enum class Coord { kHalfPixel, kHalfPixelSymmetric, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelForNn,
-                   kTfCropAndResize };
+enum class Coord {
+  kHalfPixel,
+  kHalfPixelSymmetric,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfHalfPixelForNn,
+  kTfCropAndResize
+};
 // kSimple: Resize-10/Upsample nearest (floor when upsampling, ceil when downsampling).
 enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kSimple };
 enum class Keep { kStretch, kNotLarger, kNotSmaller };
@@ -59,10 +66,14 @@ class ResizeKernel : public OpKernel {
     };
     const bool v11 = !upsample && opset >= 11;
     const std::string mode = n.attr_string("mode", "nearest");
-    if (mode == "nearest") a_.mode = Mode::kNearest;
-    else if (mode == "linear" || (upsample && mode == "bilinear")) a_.mode = Mode::kLinear;
-    else if (mode == "cubic" && v11) a_.mode = Mode::kCubic;
-    else fail("attribute 'mode' must be nearest, linear" + std::string(v11 ? " or cubic" : "") + ", found '" + mode + "'");
+    if (mode == "nearest")
+      a_.mode = Mode::kNearest;
+    else if (mode == "linear" || (upsample && mode == "bilinear"))
+      a_.mode = Mode::kLinear;
+    else if (mode == "cubic" && v11)
+      a_.mode = Mode::kCubic;
+    else
+      fail("attribute 'mode' must be nearest, linear" + std::string(v11 ? " or cubic" : "") + ", found '" + mode + "'");
     if (!v11) {
       // Resize-10 and Upsample: asymmetric coordinates, nearest rounds down when upsampling.
       a_.coord = Coord::kAsymmetric;
@@ -78,20 +89,34 @@ class ResizeKernel : public OpKernel {
     scales_in_ = 2;
     sizes_in_ = 3;
     const std::string ct = n.attr_string("coordinate_transformation_mode", "half_pixel");
-    if (ct == "half_pixel") a_.coord = Coord::kHalfPixel;
-    else if (ct == "half_pixel_symmetric" && opset >= 19) a_.coord = Coord::kHalfPixelSymmetric;
-    else if (ct == "pytorch_half_pixel") a_.coord = Coord::kPytorchHalfPixel;
-    else if (ct == "align_corners") a_.coord = Coord::kAlignCorners;
-    else if (ct == "asymmetric") a_.coord = Coord::kAsymmetric;
-    else if (ct == "tf_half_pixel_for_nn") a_.coord = Coord::kTfHalfPixelForNn;
-    else if (ct == "tf_crop_and_resize") a_.coord = Coord::kTfCropAndResize;
-    else fail("attribute 'coordinate_transformation_mode' value '" + ct + "' is not supported at opset " + std::to_string(opset));
+    if (ct == "half_pixel")
+      a_.coord = Coord::kHalfPixel;
+    else if (ct == "half_pixel_symmetric" && opset >= 19)
+      a_.coord = Coord::kHalfPixelSymmetric;
+    else if (ct == "pytorch_half_pixel")
+      a_.coord = Coord::kPytorchHalfPixel;
+    else if (ct == "align_corners")
+      a_.coord = Coord::kAlignCorners;
+    else if (ct == "asymmetric")
+      a_.coord = Coord::kAsymmetric;
+    else if (ct == "tf_half_pixel_for_nn")
+      a_.coord = Coord::kTfHalfPixelForNn;
+    else if (ct == "tf_crop_and_resize")
+      a_.coord = Coord::kTfCropAndResize;
+    else
+      fail("attribute 'coordinate_transformation_mode' value '" + ct + "' is not supported at opset " +
+           std::to_string(opset));
     const std::string nm = n.attr_string("nearest_mode", "round_prefer_floor");
-    if (nm == "round_prefer_floor") a_.nearest = Nearest::kRoundPreferFloor;
-    else if (nm == "round_prefer_ceil") a_.nearest = Nearest::kRoundPreferCeil;
-    else if (nm == "floor") a_.nearest = Nearest::kFloor;
-    else if (nm == "ceil") a_.nearest = Nearest::kCeil;
-    else fail("attribute 'nearest_mode' must be round_prefer_floor, round_prefer_ceil, floor or ceil, found '" + nm + "'");
+    if (nm == "round_prefer_floor")
+      a_.nearest = Nearest::kRoundPreferFloor;
+    else if (nm == "round_prefer_ceil")
+      a_.nearest = Nearest::kRoundPreferCeil;
+    else if (nm == "floor")
+      a_.nearest = Nearest::kFloor;
+    else if (nm == "ceil")
+      a_.nearest = Nearest::kCeil;
+    else
+      fail("attribute 'nearest_mode' must be round_prefer_floor, round_prefer_ceil, floor or ceil, found '" + nm + "'");
     a_.cubic_a = n.attr_float("cubic_coeff_a", -0.75f);
     a_.exclude_outside = n.attr_int("exclude_outside", 0) != 0;
     a_.extrapolation = n.attr_float("extrapolation_value", 0.f);
@@ -100,10 +125,14 @@ class ResizeKernel : public OpKernel {
       a_.has_axes = n.has_attr("axes");
       a_.axes = n.attr_ints("axes");
       const std::string kp = n.attr_string("keep_aspect_ratio_policy", "stretch");
-      if (kp == "stretch") a_.keep = Keep::kStretch;
-      else if (kp == "not_larger") a_.keep = Keep::kNotLarger;
-      else if (kp == "not_smaller") a_.keep = Keep::kNotSmaller;
-      else fail("attribute 'keep_aspect_ratio_policy' must be stretch, not_larger or not_smaller, found '" + kp + "'");
+      if (kp == "stretch")
+        a_.keep = Keep::kStretch;
+      else if (kp == "not_larger")
+        a_.keep = Keep::kNotLarger;
+      else if (kp == "not_smaller")
+        a_.keep = Keep::kNotSmaller;
+      else
+        fail("attribute 'keep_aspect_ratio_policy' must be stretch, not_larger or not_smaller, found '" + kp + "'");
       if (a_.antialias && a_.mode == Mode::kNearest) fail("attribute 'antialias' is not defined for mode 'nearest'");
     }
   }
@@ -185,8 +214,10 @@ class ResizeKernel : public OpKernel {
         if (upsample_ && s < 1) return ctx.error("Upsample 'scales' values must be >= 1, found %g", s);
         const int64_t d = axes[i];
         scales[d] = s;
-        if (in[d].known()) out[d] = Dim(static_cast<int64_t>(std::floor(s * static_cast<double>(in[d].value))));
-        else if (s != 1) out[d] = Dim();
+        if (in[d].known())
+          out[d] = Dim(static_cast<int64_t>(std::floor(s * static_cast<double>(in[d].value))));
+        else if (s != 1)
+          out[d] = Dim();
       }
     } else {
       if (p.sizes.size() != na)
@@ -215,7 +246,8 @@ class ResizeKernel : public OpKernel {
           const int64_t d = axes[i];
           out[d] = Dim(p.sizes[i]);
           if (in[d].known()) {
-            if (in[d].value == 0 && p.sizes[i] != 0) return ctx.error("cannot resize an empty axis to %lld", (long long)p.sizes[i]);
+            if (in[d].value == 0 && p.sizes[i] != 0)
+              return ctx.error("cannot resize an empty axis to %lld", (long long)p.sizes[i]);
             scales[d] = in[d].value ? static_cast<double>(p.sizes[i]) / static_cast<double>(in[d].value) : 1.0;
           }
         }
@@ -302,7 +334,8 @@ class ResizeKernel : public OpKernel {
                    AxisTaps& t) const {
     t.begin.assign(1, 0);
     t.extrap.assign(n_out, 0);
-    const bool identity = n_in == n_out && s == 1.0 && (a_.coord != Coord::kTfCropAndResize || (roi_b == 0 && roi_e == 1));
+    const bool identity =
+        n_in == n_out && s == 1.0 && (a_.coord != Coord::kTfCropAndResize || (roi_b == 0 && roi_e == 1));
     // Kernel window: taps at floor'(x) + i for i in [start, start + n).
     int64_t start = 0, n = 2;
     const double sa = std::min(s, 1.0);
@@ -395,7 +428,8 @@ class ResizeKernel : public OpKernel {
     if (!s.is_ok()) return s;
     const int r = x.rank();
     for (int k = 0; k < r; ++k)
-      if (out[k].value != y.dims[k]) return ctx.error("output shape %s differs from the resize's", ints_str(y.dims).c_str());
+      if (out[k].value != y.dims[k])
+        return ctx.error("output shape %s differs from the resize's", ints_str(y.dims).c_str());
     if (y.numel() == 0) return Status::ok();
     for (int k = 0; k < r; ++k)
       if (x.dims[k] == 0) return ctx.error("cannot resize an empty input of shape %s", ints_str(x.dims).c_str());
@@ -422,8 +456,7 @@ class ResizeKernel : public OpKernel {
     TensorRef& y = ctx.out(0);
     const size_t es = dtype_size(x.dtype);
     alignas(8) uint8_t fill[8] = {0};
-    if (a_.extrapolation != 0 &&
-        !dispatch(x.dtype, TypeSet::kAll, [&](auto tag) {
+    if (a_.extrapolation != 0 && !dispatch(x.dtype, TypeSet::kAll, [&](auto tag) {
           using T = typename decltype(tag)::type;
           T v = static_cast<T>(a_.extrapolation);
           std::memcpy(fill, &v, sizeof(T));
@@ -450,8 +483,7 @@ class ResizeKernel : public OpKernel {
             ex = ex || taps[k].extrap[o];
           }
           T* out = dst + row * n;
-          for (int64_t j = 0; j < n; ++j)
-            out[j] = (ex || last.extrap[j]) ? fv : src[off + last.idx[last.begin[j]]];
+          for (int64_t j = 0; j < n; ++j) out[j] = (ex || last.extrap[j]) ? fv : src[off + last.idx[last.begin[j]]];
         }
       });
     });
@@ -521,7 +553,8 @@ class ResizeKernel : public OpKernel {
           for (size_t c = 0; c < offs.size(); ++c) {
             const T* p = src + offs[c];
             double a = 0;
-            for (int64_t q = last.begin[j]; q < last.begin[j + 1]; ++q) a += static_cast<double>(p[last.idx[q]]) * last.w[q];
+            for (int64_t q = last.begin[j]; q < last.begin[j + 1]; ++q)
+              a += static_cast<double>(p[last.idx[q]]) * last.w[q];
             acc += a * ws[c];
           }
           out[j] = cast_out<T>(acc);

@@ -29,8 +29,7 @@ class ReshapeKernel : public OpKernel {
     if (!s.is_ok()) return s;
     const ValueInfo& x = ctx.in(0);
     const Shape& ss = ctx.in(1).shape;
-    if (ss.rank_known && ss.rank() != 1)
-      return ctx.error("input 'shape' must be 1-D, found rank %d", ss.rank());
+    if (ss.rank_known && ss.rank() != 1) return ctx.error("input 'shape' must be 1-D, found rank %d", ss.rank());
     std::vector<int64_t> target;
     if (!known_ints(ctx, 1, target)) {
       ctx.set_output(0, x.dtype, ss.rank_known && ss.dims[0].known() ? Shape::of_rank(ss.dims[0].value) : Shape());
@@ -66,18 +65,24 @@ class ReshapeKernel : public OpKernel {
       bool in_unknown = false;
       int64_t in_known = 1;
       for (const Dim& d : x.shape.dims) {
-        if (d.known()) in_known *= d.value;
-        else if (d.symbol.empty()) in_unknown = true;
-        else in_syms.push_back(d.symbol);
+        if (d.known())
+          in_known *= d.value;
+        else if (d.symbol.empty())
+          in_unknown = true;
+        else
+          in_syms.push_back(d.symbol);
       }
       int64_t out_known = 1;
       bool out_unknown = false;
       std::vector<std::string> out_syms;
       for (size_t i = 0; i < out.size(); ++i) {
         if (static_cast<int>(i) == infer_at) continue;
-        if (out[i].known()) out_known *= out[i].value;
-        else if (out[i].symbol.empty()) out_unknown = true;
-        else out_syms.push_back(out[i].symbol);
+        if (out[i].known())
+          out_known *= out[i].value;
+        else if (out[i].symbol.empty())
+          out_unknown = true;
+        else
+          out_syms.push_back(out[i].symbol);
       }
       for (auto it = out_syms.begin(); it != out_syms.end();) {
         auto f = std::find(in_syms.begin(), in_syms.end(), *it);
@@ -104,8 +109,7 @@ class ReshapeKernel : public OpKernel {
         }
       } else if (exact && in_known != out_known) {
         return ctx.error("cannot reshape input of shape %s (%lld elements) to %s (%lld elements)",
-                         x.shape.str().c_str(), (long long)in_known, ints_str(target).c_str(),
-                         (long long)out_known);
+                         x.shape.str().c_str(), (long long)in_known, ints_str(target).c_str(), (long long)out_known);
       }
     }
     ctx.set_output(0, x.dtype, Shape(std::move(out)));
@@ -277,8 +281,10 @@ class UnsqueezeKernel : public OpKernel {
     std::vector<Dim> out;
     size_t j = 0;
     for (int64_t i = 0; i < r; ++i) {
-      if (std::find(axes.begin(), axes.end(), i) != axes.end()) out.push_back(Dim(1));
-      else out.push_back(x.shape.dims[j++]);
+      if (std::find(axes.begin(), axes.end(), i) != axes.end())
+        out.push_back(Dim(1));
+      else
+        out.push_back(x.shape.dims[j++]);
     }
     ctx.set_output(0, x.dtype, Shape(std::move(out)));
     return Status::ok();
@@ -321,7 +327,8 @@ class ShapeKernel : public OpKernel {
     int64_t b, e;
     range(x.rank(), b, e);
     TensorRef& y = ctx.out(0);
-    if (y.numel() != e - b) return ctx.error("output has %lld elements, expected %lld", (long long)y.numel(), (long long)(e - b));
+    if (y.numel() != e - b)
+      return ctx.error("output has %lld elements, expected %lld", (long long)y.numel(), (long long)(e - b));
     for (int64_t i = b; i < e; ++i) y.ptr<int64_t>()[i - b] = x.dims[i];
     return Status::ok();
   }

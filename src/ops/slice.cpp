@@ -62,7 +62,8 @@ class SliceKernel : public OpKernel {
     if (vals[2]) {
       axes = *vals[2];
       if (axes.size() != starts.size())
-        return ctx.error("'axes' %s and 'starts' %s differ in length", ints_str(axes).c_str(), ints_str(starts).c_str());
+        return ctx.error("'axes' %s and 'starts' %s differ in length", ints_str(axes).c_str(),
+                         ints_str(starts).c_str());
     } else {
       axes.resize(starts.size());
       for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
@@ -70,7 +71,8 @@ class SliceKernel : public OpKernel {
     if (vals[3]) {
       steps = *vals[3];
       if (steps.size() != starts.size())
-        return ctx.error("'steps' %s and 'starts' %s differ in length", ints_str(steps).c_str(), ints_str(starts).c_str());
+        return ctx.error("'steps' %s and 'starts' %s differ in length", ints_str(steps).c_str(),
+                         ints_str(starts).c_str());
     } else {
       steps.assign(starts.size(), 1);
     }
@@ -134,8 +136,8 @@ class SliceKernel : public OpKernel {
       return Status::ok();
     }
     std::vector<int64_t> starts, ends, axes, steps;
-    Status s = params(ctx, r, {&v[0], &v[1], present[2] ? &v[2] : nullptr, present[3] ? &v[3] : nullptr}, starts,
-                      ends, axes, steps);
+    Status s = params(ctx, r, {&v[0], &v[1], present[2] ? &v[2] : nullptr, present[3] ? &v[3] : nullptr}, starts, ends,
+                      axes, steps);
     if (!s.is_ok()) return s;
     for (size_t i = 0; i < axes.size(); ++i) {
       const Dim& d = x.shape.dims[axes[i]];
@@ -167,8 +169,8 @@ class SliceKernel : public OpKernel {
       }
     }
     std::vector<int64_t> starts, ends, axes, steps;
-    Status s = params(ctx, x.rank(), {&v[0], &v[1], present[2] ? &v[2] : nullptr, present[3] ? &v[3] : nullptr},
-                      starts, ends, axes, steps);
+    Status s = params(ctx, x.rank(), {&v[0], &v[1], present[2] ? &v[2] : nullptr, present[3] ? &v[3] : nullptr}, starts,
+                      ends, axes, steps);
     if (!s.is_ok()) return s;
     std::vector<int64_t> st = strides_of(x.dims), dims = x.dims, ist = st;
     int64_t offset = 0;

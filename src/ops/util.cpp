@@ -7,17 +7,20 @@
 namespace infera {
 
 bool is_float(DataType dt) {
-  return dt == DataType::kFloat32 || dt == DataType::kFloat64 || dt == DataType::kFloat16 ||
-         dt == DataType::kBFloat16;
+  return dt == DataType::kFloat32 || dt == DataType::kFloat64 || dt == DataType::kFloat16 || dt == DataType::kBFloat16;
 }
 
 bool is_integer(DataType dt) {
   switch (dt) {
-    case DataType::kInt8: case DataType::kInt16: case DataType::kInt32: case DataType::kInt64:
-    case DataType::kUInt8: case DataType::kUInt16: case DataType::kUInt32: case DataType::kUInt64:
-      return true;
-    default:
-      return false;
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32:
+    case DataType::kInt64:
+    case DataType::kUInt8:
+    case DataType::kUInt16:
+    case DataType::kUInt32:
+    case DataType::kUInt64: return true;
+    default: return false;
   }
 }
 

@@ -19,12 +19,12 @@ struct PlanStep {
 };
 
 struct Plan {
-  std::vector<ValueInfo> infos;   // per value: dtype, concrete shape (if static), value (if folded)
-  std::vector<Layout> layouts;    // per value
-  std::vector<int64_t> offsets;   // per value: byte offset into the arena, -1 if not there
-  std::vector<PlanStep> steps;    // in execution order
+  std::vector<ValueInfo> infos;  // per value: dtype, concrete shape (if static), value (if folded)
+  std::vector<Layout> layouts;   // per value
+  std::vector<int64_t> offsets;  // per value: byte offset into the arena, -1 if not there
+  std::vector<PlanStep> steps;   // in execution order
   PlanReport report;
-  std::shared_ptr<void> arena;    // report.arena_bytes, 64-byte aligned
+  std::shared_ptr<void> arena;  // report.arena_bytes, 64-byte aligned
 };
 
 // Makes a plan. kernels[i] is the OpKernel of g.nodes[i]. input_dims[i] is the concrete

@@ -212,7 +212,8 @@ Result<std::unique_ptr<Plan>> make_plan(const Graph& g, const std::vector<std::u
         if (!sup[s].supported) continue;
         auto k = dnnl_create(request_for(s));
         // oneDNN's reference implementations ("ref:any") are slower than our own kernels.
-        if (k.is_ok() && k.value() && k.value()->impl_name().find("ref:") != std::string::npos) k = Status::error("oneDNN offers only its reference implementation: " + k.value()->impl_name());
+        if (k.is_ok() && k.value() && k.value()->impl_name().find("ref:") != std::string::npos)
+          k = Status::error("oneDNN offers only its reference implementation: " + k.value()->impl_name());
         if (!k.is_ok() || !k.value()) {
           if (verbose())
             fprintf(stderr, "infera: %s declined by oneDNN: %s\n", g.nodes[p->steps[s].node].label().c_str(),
@@ -242,7 +243,7 @@ Result<std::unique_ptr<Plan>> make_plan(const Graph& g, const std::vector<std::u
       last[v] = std::max(last[v], static_cast<int>(s));
       const ValueInfo& vi = p->infos[v];
       size[v] = p->layouts[v] == Layout::kBlocked ? blocked_bytes(vi.shape.concrete())
-                                                   : static_cast<size_t>(vi.shape.numel()) * dtype_size(vi.dtype);
+                                                  : static_cast<size_t>(vi.shape.numel()) * dtype_size(vi.dtype);
       if (size[v] == 0) size[v] = 1;  // empty tensors still get a valid pointer
     }
   }

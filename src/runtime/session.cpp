@@ -117,8 +117,8 @@ static Status check_dims(const IoInfo& io, const std::vector<int64_t>& dims, std
   };
   if (!io.dims.empty() || dims.empty()) {
     if (io.dims.size() != dims.size())
-      return Status::error("input '" + io.name + "': expected rank " + std::to_string(io.dims.size()) + ", found rank " +
-                           std::to_string(dims.size()) + " " + dims_str(dims));
+      return Status::error("input '" + io.name + "': expected rank " + std::to_string(io.dims.size()) +
+                           ", found rank " + std::to_string(dims.size()) + " " + dims_str(dims));
   }
   for (size_t i = 0; i < io.dims.size() && i < dims.size(); ++i) {
     if (dims[i] < 0) return Status::error("input '" + io.name + "': negative dimension");

@@ -9,10 +9,19 @@ namespace infera {
 
 size_t dtype_size(DataType t) {
   switch (t) {
-    case DataType::kFloat32: case DataType::kInt32: case DataType::kUInt32: return 4;
-    case DataType::kUInt8: case DataType::kInt8: case DataType::kBool: return 1;
-    case DataType::kUInt16: case DataType::kInt16: case DataType::kFloat16: case DataType::kBFloat16: return 2;
-    case DataType::kInt64: case DataType::kFloat64: case DataType::kUInt64: return 8;
+    case DataType::kFloat32:
+    case DataType::kInt32:
+    case DataType::kUInt32: return 4;
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kBool: return 1;
+    case DataType::kUInt16:
+    case DataType::kInt16:
+    case DataType::kFloat16:
+    case DataType::kBFloat16: return 2;
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kUInt64: return 8;
     default: return 0;
   }
 }

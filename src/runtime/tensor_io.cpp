@@ -14,10 +14,9 @@ namespace {
 
 Result<DataType> npy_dtype(const std::string& descr, const std::string& path) {
   static const std::pair<const char*, DataType> table[] = {
-      {"<f4", DataType::kFloat32}, {"<f8", DataType::kFloat64}, {"<f2", DataType::kFloat16},
-      {"|i1", DataType::kInt8},    {"|u1", DataType::kUInt8},   {"<i2", DataType::kInt16},
-      {"<u2", DataType::kUInt16},  {"<i4", DataType::kInt32},   {"<u4", DataType::kUInt32},
-      {"<i8", DataType::kInt64},   {"<u8", DataType::kUInt64},  {"|b1", DataType::kBool},
+      {"<f4", DataType::kFloat32}, {"<f8", DataType::kFloat64}, {"<f2", DataType::kFloat16}, {"|i1", DataType::kInt8},
+      {"|u1", DataType::kUInt8},   {"<i2", DataType::kInt16},   {"<u2", DataType::kUInt16},  {"<i4", DataType::kInt32},
+      {"<u4", DataType::kUInt32},  {"<i8", DataType::kInt64},   {"<u8", DataType::kUInt64},  {"|b1", DataType::kBool},
   };
   for (auto& [d, t] : table)
     if (descr == d) return t;
@@ -115,7 +114,8 @@ Status save_npy(const std::string& path, const Tensor& t) {
   const char* descr = npy_descr(t.dtype());
   if (!descr) return Status::error(path + ": cannot write dtype " + std::string(dtype_name(t.dtype())) + " to .npy");
   std::string shape = "(";
-  for (size_t i = 0; i < t.dims().size(); ++i) shape += std::to_string(t.dims()[i]) + (t.dims().size() == 1 ? "," : i + 1 < t.dims().size() ? ", " : "");
+  for (size_t i = 0; i < t.dims().size(); ++i)
+    shape += std::to_string(t.dims()[i]) + (t.dims().size() == 1 ? "," : i + 1 < t.dims().size() ? ", " : "");
   shape += ")";
   std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   size_t total = 10 + header.size() + 1;

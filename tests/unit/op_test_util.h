@@ -12,11 +12,36 @@
 
 namespace infera::test {
 
-inline Attribute attr_i(int64_t v) { Attribute a; a.kind = Attribute::kInt; a.i = v; return a; }
-inline Attribute attr_f(float v) { Attribute a; a.kind = Attribute::kFloat; a.f = v; return a; }
-inline Attribute attr_s(std::string v) { Attribute a; a.kind = Attribute::kString; a.s = std::move(v); return a; }
-inline Attribute attr_ints(std::vector<int64_t> v) { Attribute a; a.kind = Attribute::kInts; a.ints = std::move(v); return a; }
-inline Attribute attr_floats(std::vector<float> v) { Attribute a; a.kind = Attribute::kFloats; a.floats = std::move(v); return a; }
+inline Attribute attr_i(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::kInt;
+  a.i = v;
+  return a;
+}
+inline Attribute attr_f(float v) {
+  Attribute a;
+  a.kind = Attribute::kFloat;
+  a.f = v;
+  return a;
+}
+inline Attribute attr_s(std::string v) {
+  Attribute a;
+  a.kind = Attribute::kString;
+  a.s = std::move(v);
+  return a;
+}
+inline Attribute attr_ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = Attribute::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+inline Attribute attr_floats(std::vector<float> v) {
+  Attribute a;
+  a.kind = Attribute::kFloats;
+  a.floats = std::move(v);
+  return a;
+}
 
 // Seeded uniform random float tensor in [lo, hi).
 inline Tensor random_tensor(std::vector<int64_t> dims, uint32_t seed, float lo = -1.f, float hi = 1.f) {
@@ -38,9 +63,8 @@ Tensor make_tensor(DataType dt, std::vector<int64_t> dims, const std::vector<T>&
 // Runs op_type on the inputs (an empty Tensor = optional input left out). Inputs marked
 // constant (indices in const_inputs) are visible to infer() as values, as initializers are.
 inline Result<std::vector<Tensor>> run_op(const std::string& op_type, std::map<std::string, Attribute> attrs,
-                                          const std::vector<Tensor>& inputs, int num_outputs = 1,
-                                          int64_t opset = 17, std::vector<int> const_inputs = {},
-                                          const std::string& domain = "") {
+                                          const std::vector<Tensor>& inputs, int num_outputs = 1, int64_t opset = 17,
+                                          std::vector<int> const_inputs = {}, const std::string& domain = "") {
   Node n;
   n.name = "test_" + op_type;
   n.op_type = op_type;

@@ -193,8 +193,8 @@ std::string describe(const Attrs& a) {
 
 int64_t pick(std::mt19937& rng, int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); }
 
-const char* kActs[] = {"", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "HardSigmoid", "HardSwish", "Elu", "Selu",
-                       "Softplus"};
+const char* kActs[] = {"",          "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "HardSigmoid",
+                       "HardSwish", "Elu",  "Selu",      "Softplus"};
 
 // A random Conv / FusedConv case (rank 4, or rank 3 for 1-D).
 Case random_conv(std::mt19937& rng, uint32_t seed, bool fused, int rank = 4) {
@@ -221,10 +221,14 @@ Case random_conv(std::mt19937& rng, uint32_t seed, bool fused, int rank = 4) {
   cs.attrs["dilations"] = attr_ints(dl);
   if (pick(rng, 0, 1)) cs.attrs["kernel_shape"] = attr_ints(ks);
   const int64_t ap = pick(rng, 0, 5);
-  if (ap == 3) cs.attrs["auto_pad"] = attr_s("SAME_UPPER");
-  else if (ap == 4) cs.attrs["auto_pad"] = attr_s("SAME_LOWER");
-  else if (ap == 5) cs.attrs["auto_pad"] = attr_s("VALID");
-  else cs.attrs["pads"] = attr_ints(pads);
+  if (ap == 3)
+    cs.attrs["auto_pad"] = attr_s("SAME_UPPER");
+  else if (ap == 4)
+    cs.attrs["auto_pad"] = attr_s("SAME_LOWER");
+  else if (ap == 5)
+    cs.attrs["auto_pad"] = attr_s("VALID");
+  else
+    cs.attrs["pads"] = attr_ints(pads);
   cs.inputs = {random_tensor(x, seed), random_tensor(w, seed + 1)};
   cs.const_inputs = {1};
   const bool bias = pick(rng, 0, 2) != 0;
@@ -251,8 +255,8 @@ TEST(DnnlConv, RandomConv2D) {
   for (int it = 0; it < 60; ++it) {
     Case c = random_conv(rng, 100 + it, false);
     if (!run_op(c.op, c.attrs, c.inputs, 1, 17, c.const_inputs).is_ok()) continue;  // output < 1
-    check(c, "conv it " + std::to_string(it) + describe(c.attrs) + " X" + Shape::of(c.inputs[0].dims()).str() +
-                 " W" + Shape::of(c.inputs[1].dims()).str());
+    check(c, "conv it " + std::to_string(it) + describe(c.attrs) + " X" + Shape::of(c.inputs[0].dims()).str() + " W" +
+                 Shape::of(c.inputs[1].dims()).str());
   }
 }
 
@@ -270,9 +274,8 @@ TEST(DnnlConv, RandomFusedConv) {
   for (int it = 0; it < 60; ++it) {
     Case c = random_conv(rng, 500 + it, true);
     if (!run_op(c.op, c.attrs, c.inputs, 1, 17, c.const_inputs, c.domain).is_ok()) continue;
-    check(c, "fused conv it " + std::to_string(it) + describe(c.attrs) + " X" +
-                 Shape::of(c.inputs[0].dims()).str() + " W" + Shape::of(c.inputs[1].dims()).str() +
-                 (c.inputs.size() > 3 ? " +Z" : ""));
+    check(c, "fused conv it " + std::to_string(it) + describe(c.attrs) + " X" + Shape::of(c.inputs[0].dims()).str() +
+                 " W" + Shape::of(c.inputs[1].dims()).str() + (c.inputs.size() > 3 ? " +Z" : ""));
   }
 }
 
@@ -282,8 +285,8 @@ TEST(DnnlConv, ResNetShapes) {
   c.op = "FusedConv";
   c.domain = "com.infera";
   c.attrs = {{"pads", attr_ints({1, 1, 1, 1})}, {"activation", attr_s("Relu")}};
-  c.inputs = {random_tensor({1, 64, 14, 14}, 1), random_tensor({64, 64, 3, 3}, 2, -0.1f, 0.1f),
-              random_tensor({64}, 3), random_tensor({1, 64, 14, 14}, 4)};
+  c.inputs = {random_tensor({1, 64, 14, 14}, 1), random_tensor({64, 64, 3, 3}, 2, -0.1f, 0.1f), random_tensor({64}, 3),
+              random_tensor({1, 64, 14, 14}, 4)};
   c.const_inputs = {1, 2};
   check(c, "resnet 3x3");
   check(c, "resnet 3x3", 1e-4, 3);  // Y in Z's buffer
@@ -293,8 +296,8 @@ TEST(DnnlConv, ResNetShapes) {
                 random_tensor({ch}, 22 + ch), random_tensor({n, ch, hw, hw}, 23 + ch)};
     check(c, "3x3 " + std::to_string(ch) + "ch " + std::to_string(hw) + "px batch " + std::to_string(n));
   }
-  c.inputs = {random_tensor({1, 64, 14, 14}, 1), random_tensor({64, 64, 3, 3}, 2, -0.1f, 0.1f),
-              random_tensor({64}, 3), random_tensor({1, 64, 14, 14}, 4)};
+  c.inputs = {random_tensor({1, 64, 14, 14}, 1), random_tensor({64, 64, 3, 3}, 2, -0.1f, 0.1f), random_tensor({64}, 3),
+              random_tensor({1, 64, 14, 14}, 4)};
   c.inputs[0] = random_tensor({1, 64, 14, 14}, 8);
   c.inputs[1] = random_tensor({256, 64, 1, 1}, 9, -0.1f, 0.1f);
   c.inputs[2] = random_tensor({256}, 10);
@@ -326,8 +329,11 @@ TEST(DnnlConv, RandomConvTranspose) {
     }
     Case cs;
     cs.op = "ConvTranspose";
-    cs.attrs = {{"group", attr_i(group)}, {"strides", attr_ints(st)}, {"dilations", attr_ints(dl)},
-                {"pads", attr_ints(pads)}, {"output_padding", attr_ints(op)}};
+    cs.attrs = {{"group", attr_i(group)},
+                {"strides", attr_ints(st)},
+                {"dilations", attr_ints(dl)},
+                {"pads", attr_ints(pads)},
+                {"output_padding", attr_ints(op)}};
     if (it % 5 == 4) {
       cs.attrs.erase("pads");
       cs.attrs["auto_pad"] = attr_s("SAME_UPPER");
@@ -389,8 +395,8 @@ TEST(DnnlGemm, Random) {
 
 TEST(DnnlMatMul, Random) {
   const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> shapes{
-      {{5, 7}, {7, 3}},          {{2, 5, 7}, {2, 7, 3}}, {{2, 5, 7}, {7, 3}}, {{3, 1, 4, 6}, {2, 6, 5}},
-      {{7}, {7, 3}},             {{5, 7}, {7}},          {{1, 33}, {33, 65}}, {{4, 2, 3, 8}, {4, 2, 8, 9}}};
+      {{5, 7}, {7, 3}}, {{2, 5, 7}, {2, 7, 3}}, {{2, 5, 7}, {7, 3}}, {{3, 1, 4, 6}, {2, 6, 5}},
+      {{7}, {7, 3}},    {{5, 7}, {7}},          {{1, 33}, {33, 65}}, {{4, 2, 3, 8}, {4, 2, 8, 9}}};
   uint32_t seed = 40;
   for (auto& [a, b] : shapes) {
     for (bool b_const : {false, true}) {
@@ -425,9 +431,12 @@ TEST(DnnlPool, Random) {
     c.attrs["strides"] = attr_ints(st);
     if (dl != std::vector<int64_t>{1, 1}) c.attrs["dilations"] = attr_ints(dl);
     const int64_t ap = pick(rng, 0, 4);
-    if (ap == 3) c.attrs["auto_pad"] = attr_s("SAME_UPPER");
-    else if (ap == 4) c.attrs["auto_pad"] = attr_s("VALID");
-    else c.attrs["pads"] = attr_ints(pads);
+    if (ap == 3)
+      c.attrs["auto_pad"] = attr_s("SAME_UPPER");
+    else if (ap == 4)
+      c.attrs["auto_pad"] = attr_s("VALID");
+    else
+      c.attrs["pads"] = attr_ints(pads);
     c.attrs["ceil_mode"] = attr_i(pick(rng, 0, 1));
     if (!is_max) c.attrs["count_include_pad"] = attr_i(pick(rng, 0, 1));
     c.inputs = {random_tensor(x, 700 + it)};

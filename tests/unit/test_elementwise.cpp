@@ -70,16 +70,24 @@ TEST(ElementwiseUnary, FloatOpsMatchFormulas) {
       {"Elu", {{"alpha", attr_f(2.f)}}, [](double x) { return x < 0 ? 2 * (std::exp(x) - 1) : x; }, -3, 3},
       {"Selu", {}, [&](double x) { return x <= 0 ? selu_g * selu_a * (std::exp(x) - 1) : selu_g * x; }, -3, 3},
       {"HardSigmoid", {}, [](double x) { return std::clamp(0.2 * x + 0.5, 0.0, 1.0); }, -4, 4},
-      {"HardSigmoid", {{"alpha", attr_f(0.5f)}, {"beta", attr_f(0.25f)}},
-       [](double x) { return std::clamp(0.5 * x + 0.25, 0.0, 1.0); }, -4, 4},
+      {"HardSigmoid",
+       {{"alpha", attr_f(0.5f)}, {"beta", attr_f(0.25f)}},
+       [](double x) { return std::clamp(0.5 * x + 0.25, 0.0, 1.0); },
+       -4,
+       4},
       {"HardSwish", {}, [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); }, -5, 5},
       {"Softplus", {}, [](double x) { return std::log(std::exp(x) + 1); }, -10, 10},
       {"Softsign", {}, [](double x) { return x / (1 + std::fabs(x)); }, -3, 3},
-      {"Sign", {}, [](double x) { return x > 0 ? 1 : x < 0 ? -1 : 0; }, -3, 3},
+      {"Sign", {}, [](double x) { return x > 0   ? 1
+                                         : x < 0 ? -1
+                                                 : 0; }, -3, 3},
       {"Sin", {}, [](double x) { return std::sin(x); }, -3, 3},
       {"Atan", {}, [](double x) { return std::atan(x); }, -3, 3},
-      {"Celu", {{"alpha", attr_f(2.f)}},
-       [](double x) { return std::max(0.0, x) + std::min(0.0, 2 * (std::exp(x / 2) - 1)); }, -3, 3},
+      {"Celu",
+       {{"alpha", attr_f(2.f)}},
+       [](double x) { return std::max(0.0, x) + std::min(0.0, 2 * (std::exp(x / 2) - 1)); },
+       -3,
+       3},
       {"Mish", {}, [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }, -3, 3},
       {"Gelu", {}, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -3, 3},
       {"ThresholdedRelu", {{"alpha", attr_f(0.5f)}}, [](double x) { return x > 0.5 ? x : 0; }, -3, 3},
@@ -173,9 +181,12 @@ TEST(ElementwiseUnary, ShapeAndAttributeChecks) {
 // ---------------------------------------------------------------- binary
 TEST(ElementwiseBinary, BroadcastShapesMatchNaive) {
   const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> shapes = {
-      {{2, 3, 4, 5}, {2, 3, 4, 5}}, {{2, 3, 4, 5}, {}}, {{1}, {2, 3, 4, 5}}, {{2, 3, 4, 5}, {3, 1, 1}},
-      {{2, 3, 4, 5}, {5}},          {{2, 1, 4, 1}, {1, 3, 1, 5}}, {{2, 3, 4, 5}, {2, 3, 1, 1}},
-      {{4, 1}, {3}},                {{2, 3, 0, 5}, {5}},   {{1, 1, 1}, {1}}, {{6, 1, 5}, {6, 7, 1}},
+      {{2, 3, 4, 5}, {2, 3, 4, 5}}, {{2, 3, 4, 5}, {}},
+      {{1}, {2, 3, 4, 5}},          {{2, 3, 4, 5}, {3, 1, 1}},
+      {{2, 3, 4, 5}, {5}},          {{2, 1, 4, 1}, {1, 3, 1, 5}},
+      {{2, 3, 4, 5}, {2, 3, 1, 1}}, {{4, 1}, {3}},
+      {{2, 3, 0, 5}, {5}},          {{1, 1, 1}, {1}},
+      {{6, 1, 5}, {6, 7, 1}},
   };
   const char* ops[] = {"Add", "Sub", "Mul", "Div", "Pow"};
   uint32_t seed = 100;

@@ -48,7 +48,8 @@ TEST(MatMulOps, SgemmRefAllTransposesOddSizesThreads) {
         Tensor C1 = C0.clone(), C4 = C0.clone();
         sgemm_ref(ta, tb, M, N, K, 0.5f, a, ta ? M : K, b, tb ? K : N, 2.f, C1.data_as<float>(), N, 1);
         sgemm_ref(ta, tb, M, N, K, 0.5f, a, ta ? M : K, b, tb ? K : N, 2.f, C4.data_as<float>(), N, 4);
-        EXPECT_LT(max_rel_err(C1.data_as<float>(), ref), 1e-5) << M << "x" << N << "x" << K << " ta" << ta << " tb" << tb;
+        EXPECT_LT(max_rel_err(C1.data_as<float>(), ref), 1e-5)
+            << M << "x" << N << "x" << K << " ta" << ta << " tb" << tb;
         // Bit-identical for any thread count.
         EXPECT_EQ(std::memcmp(C1.data(), C4.data(), C1.nbytes()), 0);
       }
@@ -107,8 +108,9 @@ TEST(MatMulOps, BatchedBroadcastAnd1D) {
       }
       const float* a = A.data_as<float>() + ia * M * K;
       const float* b = B.data_as<float>() + ib * K * N;
-      auto ref = naive_mm(M, N, K, [&](int64_t i, int64_t k) { return a[i * K + k]; },
-                          [&](int64_t k, int64_t j) { return b[k * N + j]; });
+      auto ref = naive_mm(
+          M, N, K, [&](int64_t i, int64_t k) { return a[i * K + k]; },
+          [&](int64_t k, int64_t j) { return b[k * N + j]; });
       EXPECT_LT(max_rel_err(Y.data_as<float>() + bi * M * N, ref), 1e-5);
     }
   }
@@ -141,10 +143,9 @@ TEST(GemmOps, AttributesAndBiasBroadcast) {
         Tensor A = random_tensor(ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}, 1);
         Tensor B = random_tensor(tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, 2);
         Tensor C = random_tensor(cs, 3);
-        auto r = run_op("Gemm",
-                        {{"transA", attr_i(ta)}, {"transB", attr_i(tb)}, {"alpha", attr_f(0.25f)},
-                         {"beta", attr_f(-1.5f)}},
-                        {A, B, C});
+        auto r = run_op(
+            "Gemm", {{"transA", attr_i(ta)}, {"transB", attr_i(tb)}, {"alpha", attr_f(0.25f)}, {"beta", attr_f(-1.5f)}},
+            {A, B, C});
         ASSERT_TRUE(r.is_ok()) << r.message();
         const float* a = A.data_as<float>();
         const float* b = B.data_as<float>();
@@ -155,8 +156,8 @@ TEST(GemmOps, AttributesAndBiasBroadcast) {
         while (cd.size() < 2) cd.insert(cd.begin(), 1);
         for (int64_t i = 0; i < M; ++i)
           for (int64_t j = 0; j < N; ++j)
-            ref[i * N + j] = 0.25 * ref[i * N + j] -
-                             1.5 * C.data_as<float>()[(cd[0] == 1 ? 0 : i) * cd[1] + (cd[1] == 1 ? 0 : j)];
+            ref[i * N + j] =
+                0.25 * ref[i * N + j] - 1.5 * C.data_as<float>()[(cd[0] == 1 ? 0 : i) * cd[1] + (cd[1] == 1 ? 0 : j)];
         EXPECT_LT(max_rel_err(r.value()[0].data_as<float>(), ref), 1e-5);
       }
 }
@@ -165,13 +166,14 @@ TEST(GemmOps, OptionalCAndErrors) {
   Tensor A = random_tensor({3, 4}, 1), B = random_tensor({4, 2}, 2);
   auto r = run_op("Gemm", {}, {A, B}, 1, 13);
   ASSERT_TRUE(r.is_ok()) << r.message();
-  auto ref = naive_mm(3, 2, 4, [&](int64_t i, int64_t k) { return A.data_as<float>()[i * 4 + k]; },
-                      [&](int64_t k, int64_t j) { return B.data_as<float>()[k * 2 + j]; });
+  auto ref = naive_mm(
+      3, 2, 4, [&](int64_t i, int64_t k) { return A.data_as<float>()[i * 4 + k]; },
+      [&](int64_t k, int64_t j) { return B.data_as<float>()[k * 2 + j]; });
   EXPECT_LT(max_rel_err(r.value()[0].data_as<float>(), ref), 1e-6);
-  EXPECT_FALSE(run_op("Gemm", {}, {A, B}, 1, 9).is_ok());                                // C required < 11
-  EXPECT_FALSE(run_op("Gemm", {}, {A, random_tensor({3, 2}, 1)}).is_ok());              // K mismatch
-  EXPECT_FALSE(run_op("Gemm", {}, {A, B, random_tensor({2, 2}, 1)}).is_ok());           // C not broadcastable
-  EXPECT_FALSE(run_op("Gemm", {}, {random_tensor({2, 3, 4}, 1), B}).is_ok());           // rank 3
+  EXPECT_FALSE(run_op("Gemm", {}, {A, B}, 1, 9).is_ok());                      // C required < 11
+  EXPECT_FALSE(run_op("Gemm", {}, {A, random_tensor({3, 2}, 1)}).is_ok());     // K mismatch
+  EXPECT_FALSE(run_op("Gemm", {}, {A, B, random_tensor({2, 2}, 1)}).is_ok());  // C not broadcastable
+  EXPECT_FALSE(run_op("Gemm", {}, {random_tensor({2, 3, 4}, 1), B}).is_ok());  // rank 3
 }
 
 TEST(GemmOps, FusedGemmActivation) {

@@ -20,9 +20,12 @@ Tensor naive_softmax(const Tensor& x, int64_t outer, int64_t n, int64_t inner, c
         if (p[at(j)] > m) m = p[at(j)], arg = j;
       for (int64_t j = 0; j < n; ++j) s += std::exp(p[at(j)] - m);
       for (int64_t j = 0; j < n; ++j) {
-        if (op == "Softmax") q[at(j)] = static_cast<float>(std::exp(p[at(j)] - m) / s);
-        else if (op == "LogSoftmax") q[at(j)] = static_cast<float>(p[at(j)] - m - std::log(s));
-        else q[at(j)] = j == arg ? 1.f : 0.f;
+        if (op == "Softmax")
+          q[at(j)] = static_cast<float>(std::exp(p[at(j)] - m) / s);
+        else if (op == "LogSoftmax")
+          q[at(j)] = static_cast<float>(p[at(j)] - m - std::log(s));
+        else
+          q[at(j)] = j == arg ? 1.f : 0.f;
       }
     }
   return y;
@@ -84,9 +87,8 @@ TEST(TopKOps, LargestSmallestAxesAndTies) {
       for (int64_t i = 0; i < 4; ++i) {
         std::vector<std::pair<float, int64_t>> col;
         for (int64_t j = 0; j < 6; ++j) col.push_back({x.data_as<float>()[o * 24 + j * 4 + i], j});
-        std::stable_sort(col.begin(), col.end(), [&](auto& a, auto& b) {
-          return largest ? a.first > b.first : a.first < b.first;
-        });
+        std::stable_sort(col.begin(), col.end(),
+                         [&](auto& a, auto& b) { return largest ? a.first > b.first : a.first < b.first; });
         for (int64_t j = 0; j < 3; ++j) {
           EXPECT_EQ(v.data_as<float>()[o * 12 + j * 4 + i], col[j].first);
           EXPECT_EQ(idx.data_as<int64_t>()[o * 12 + j * 4 + i], col[j].second);

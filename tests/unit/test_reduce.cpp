@@ -12,7 +12,8 @@ Tensor axes_tensor(std::vector<int64_t> axes) {
 }
 
 // Naive reference over a 3-D tensor [A,B,C] for a set of reduced axes, keepdims=1 layout.
-Tensor naive_reduce3(const Tensor& x, std::vector<bool> red, const std::function<double(const std::vector<double>&)>& f) {
+Tensor naive_reduce3(const Tensor& x, std::vector<bool> red,
+                     const std::function<double(const std::vector<double>&)>& f) {
   const auto& d = x.dims();
   std::vector<int64_t> od(3);
   for (int i = 0; i < 3; ++i) od[i] = red[i] ? 1 : d[i];
@@ -38,18 +39,47 @@ struct ReduceCase {
 };
 
 std::vector<ReduceCase> reduce_cases() {
-  auto sum = [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x; return s; };
+  auto sum = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s;
+  };
   return {
       {"ReduceSum", sum},
       {"ReduceMean", [=](const std::vector<double>& v) { return sum(v) / v.size(); }},
       {"ReduceMax", [](const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }},
       {"ReduceMin", [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }},
-      {"ReduceProd", [](const std::vector<double>& v) { double p = 1; for (double x : v) p *= x; return p; }},
-      {"ReduceL1", [](const std::vector<double>& v) { double s = 0; for (double x : v) s += std::fabs(x); return s; }},
-      {"ReduceL2", [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x * x; return std::sqrt(s); }},
-      {"ReduceSumSquare", [](const std::vector<double>& v) { double s = 0; for (double x : v) s += x * x; return s; }},
+      {"ReduceProd",
+       [](const std::vector<double>& v) {
+         double p = 1;
+         for (double x : v) p *= x;
+         return p;
+       }},
+      {"ReduceL1",
+       [](const std::vector<double>& v) {
+         double s = 0;
+         for (double x : v) s += std::fabs(x);
+         return s;
+       }},
+      {"ReduceL2",
+       [](const std::vector<double>& v) {
+         double s = 0;
+         for (double x : v) s += x * x;
+         return std::sqrt(s);
+       }},
+      {"ReduceSumSquare",
+       [](const std::vector<double>& v) {
+         double s = 0;
+         for (double x : v) s += x * x;
+         return s;
+       }},
       {"ReduceLogSum", [=](const std::vector<double>& v) { return std::log(sum(v)); }},
-      {"ReduceLogSumExp", [](const std::vector<double>& v) { double s = 0; for (double x : v) s += std::exp(x); return std::log(s); }},
+      {"ReduceLogSumExp",
+       [](const std::vector<double>& v) {
+         double s = 0;
+         for (double x : v) s += std::exp(x);
+         return std::log(s);
+       }},
   };
 }
 
@@ -136,15 +166,17 @@ TEST(ReduceOps, RefusesBadAxes) {
 }
 
 TEST(ReduceOps, SymbolicDimsAndUnknownAxes) {
-  auto k = make_kernel([] {
-    Node n;
-    n.name = "r";
-    n.op_type = "ReduceMean";
-    n.attrs["axes"] = attr_ints({2, 3});
-    n.inputs = {0};
-    n.outputs = {1};
-    return n;
-  }(), 17);
+  auto k = make_kernel(
+      [] {
+        Node n;
+        n.name = "r";
+        n.op_type = "ReduceMean";
+        n.attrs["axes"] = attr_ints({2, 3});
+        n.inputs = {0};
+        n.outputs = {1};
+        return n;
+      }(),
+      17);
   ASSERT_TRUE(k.is_ok());
   ValueInfo in;
   in.dtype = DataType::kFloat32;

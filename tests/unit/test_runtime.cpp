@@ -38,7 +38,8 @@ TEST(PlanMemory, LiveBuffersNeverOverlap) {
       EXPECT_LE(off[i] + size[i], arena);
       for (int j = 0; j < i; ++j) {
         if (size[j] == 0 || first[i] > last[j] || first[j] > last[i]) continue;
-        bool disjoint = off[i] + static_cast<int64_t>(size[i]) <= off[j] || off[j] + static_cast<int64_t>(size[j]) <= off[i];
+        bool disjoint =
+            off[i] + static_cast<int64_t>(size[i]) <= off[j] || off[j] + static_cast<int64_t>(size[j]) <= off[i];
         EXPECT_TRUE(disjoint) << "buffers " << i << " and " << j << " overlap while both live";
       }
     }
@@ -57,8 +58,10 @@ TEST(PlanMemory, SequentialChainReusesMemory) {
 // ---- a small model built in memory: Conv(3->4, 3x3, pad 1) -> Relu -> Add(x2) with batch "N"
 void add_dim(onnx::TensorShapeProto* s, int64_t v, const char* sym = nullptr) {
   auto* d = s->add_dim();
-  if (sym) d->set_dim_param(sym);
-  else d->set_dim_value(v);
+  if (sym)
+    d->set_dim_param(sym);
+  else
+    d->set_dim_value(v);
 }
 
 onnx::ModelProto small_model() {

@@ -14,9 +14,12 @@ Tensor f32(std::vector<float> v) { return make_tensor<float>(DataType::kFloat32,
 Tensor iota(std::vector<int64_t> dims, DataType dt = DataType::kFloat32) {
   Tensor t = Tensor::make(dt, dims).take();
   for (int64_t i = 0; i < t.numel(); ++i) {
-    if (dt == DataType::kFloat32) t.data_as<float>()[i] = float(i);
-    else if (dt == DataType::kInt64) t.data_as<int64_t>()[i] = i;
-    else if (dt == DataType::kUInt8) t.data_as<uint8_t>()[i] = uint8_t(i);
+    if (dt == DataType::kFloat32)
+      t.data_as<float>()[i] = float(i);
+    else if (dt == DataType::kInt64)
+      t.data_as<int64_t>()[i] = i;
+    else if (dt == DataType::kUInt8)
+      t.data_as<uint8_t>()[i] = uint8_t(i);
   }
   return t;
 }
@@ -138,7 +141,8 @@ TEST(TensorOps, ShapeSizeAndChainInference) {
   EXPECT_EQ(s.value()[0].dtype, DataType::kInt64);
   // Gather(indices const) -> Unsqueeze -> Concat infer exact shapes when values are known.
   Tensor shp = i64({2, 3, 5, 7}), idx = make_tensor<int64_t>(DataType::kInt64, {}, {0});
-  auto g = infer_only("Gather", {}, {info(DataType::kInt64, Shape::of({4}), &shp), info(DataType::kInt64, Shape::of({}), &idx)});
+  auto g = infer_only("Gather", {},
+                      {info(DataType::kInt64, Shape::of({4}), &shp), info(DataType::kInt64, Shape::of({}), &idx)});
   EXPECT_EQ(g.value()[0].shape.str(), "[]");
   auto c = infer_only("Concat", {{"axis", attr_i(0)}},
                       {info(DataType::kInt64, Shape::of({1})), info(DataType::kInt64, sym_shape({Dim()})),
@@ -249,7 +253,8 @@ TEST(TensorOps, SliceRandomAgainstNaive) {
   }
   // Opset 9 attributes; zero step refused.
   Tensor x = iota({4, 5});
-  auto y = run_op("Slice", {{"starts", attr_ints({1})}, {"ends", attr_ints({-1})}, {"axes", attr_ints({1})}}, {x}, 1, 9);
+  auto y =
+      run_op("Slice", {{"starts", attr_ints({1})}, {"ends", attr_ints({-1})}, {"axes", attr_ints({1})}}, {x}, 1, 9);
   ASSERT_TRUE(y.is_ok()) << y.message();
   EXPECT_EQ(y.value()[0].dims(), (std::vector<int64_t>{4, 3}));
   EXPECT_EQ(at(y.value()[0], 3), 6.f);
@@ -259,14 +264,16 @@ TEST(TensorOps, SliceRandomAgainstNaive) {
 TEST(TensorOps, SliceInferKeepsUntouchedDims) {
   Shape in = sym_shape({Dim::sym("b"), 3, 10});
   Tensor axes = i64({2});
-  auto r = infer_only("Slice", {}, {info(DataType::kFloat32, in), info(DataType::kInt64, Shape::of({1})),
-                                    info(DataType::kInt64, Shape::of({1})), info(DataType::kInt64, Shape::of({1}), &axes)},
+  auto r = infer_only("Slice", {},
+                      {info(DataType::kFloat32, in), info(DataType::kInt64, Shape::of({1})),
+                       info(DataType::kInt64, Shape::of({1})), info(DataType::kInt64, Shape::of({1}), &axes)},
                       1, 13);
   ASSERT_TRUE(r.is_ok()) << r.message();
   EXPECT_EQ(r.value()[0].shape.str(), "[b,3,?]");
   Tensor st = i64({0}), en = i64({INT64_MAX}), ax0 = i64({0});
-  r = infer_only("Slice", {}, {info(DataType::kFloat32, in), info(DataType::kInt64, Shape::of({1}), &st),
-                               info(DataType::kInt64, Shape::of({1}), &en), info(DataType::kInt64, Shape::of({1}), &ax0)},
+  r = infer_only("Slice", {},
+                 {info(DataType::kFloat32, in), info(DataType::kInt64, Shape::of({1}), &st),
+                  info(DataType::kInt64, Shape::of({1}), &en), info(DataType::kInt64, Shape::of({1}), &ax0)},
                  1, 13);
   EXPECT_EQ(r.value()[0].shape.str(), "[b,3,10]");
 }
@@ -287,8 +294,10 @@ TEST(TensorOps, GatherAnyAxisNegativeIndices) {
       if (j < 0) j += n;
       std::vector<int64_t> ic;
       for (int k = 0; k < 4; ++k) {
-        if (k == a) ic.push_back(j);
-        else if (k != a + 1) ic.push_back(c[k]);
+        if (k == a)
+          ic.push_back(j);
+        else if (k != a + 1)
+          ic.push_back(c[k]);
       }
       ASSERT_EQ(at(o, i), at(x, ravel(ic, x.dims())));
     }
@@ -333,8 +342,8 @@ TEST(TensorOps, PadModesAgainstNaive) {
       std::vector<int64_t> dims = {2 + int64_t(rng() % 3), 2 + int64_t(rng() % 4)}, pads(4);
       for (auto& p : pads) p = int64_t(rng() % 3) - (std::string(mode) == "constant" ? 1 : 0);
       Tensor x = random_tensor(dims, 200 + t);
-      auto y = run_op("Pad", {{"mode", attr_s(mode)}}, {x, i64(pads), make_tensor<float>(DataType::kFloat32, {}, {2.5f})},
-                      1, 19, {1, 2});
+      auto y = run_op("Pad", {{"mode", attr_s(mode)}},
+                      {x, i64(pads), make_tensor<float>(DataType::kFloat32, {}, {2.5f})}, 1, 19, {1, 2});
       ASSERT_TRUE(y.is_ok()) << y.message();
       const Tensor& o = y.value()[0];
       ASSERT_EQ(o.dims(), (std::vector<int64_t>{dims[0] + pads[0] + pads[2], dims[1] + pads[1] + pads[3]}));
@@ -378,18 +387,26 @@ TEST(TensorOps, ConstantConstantOfShapeRange) {
   EXPECT_EQ(k.value()[0].dtype(), DataType::kInt32);
   EXPECT_EQ(k.value()[0].numel(), 6);
   EXPECT_EQ(k.value()[0].data_as<int32_t>()[5], 7);
-  auto rf = run_op("Range", {}, {make_tensor<float>(DataType::kFloat32, {}, {1.f}), make_tensor<float>(DataType::kFloat32, {}, {2.f}),
-                                  make_tensor<float>(DataType::kFloat32, {}, {0.3f})}, 1, 13, {0, 1, 2});
+  auto rf =
+      run_op("Range", {},
+             {make_tensor<float>(DataType::kFloat32, {}, {1.f}), make_tensor<float>(DataType::kFloat32, {}, {2.f}),
+              make_tensor<float>(DataType::kFloat32, {}, {0.3f})},
+             1, 13, {0, 1, 2});
   ASSERT_TRUE(rf.is_ok()) << rf.message();
   EXPECT_EQ(rf.value()[0].numel(), 4);  // 1, 1.3, 1.6, 1.9
   EXPECT_NEAR(at(rf.value()[0], 3), 1.9f, 1e-6);
-  auto ri = run_op("Range", {}, {make_tensor<int32_t>(DataType::kInt32, {}, {10}), make_tensor<int32_t>(DataType::kInt32, {}, {-3}),
-                                  make_tensor<int32_t>(DataType::kInt32, {}, {-4})}, 1, 13, {0, 1, 2});
+  auto ri = run_op("Range", {},
+                   {make_tensor<int32_t>(DataType::kInt32, {}, {10}), make_tensor<int32_t>(DataType::kInt32, {}, {-3}),
+                    make_tensor<int32_t>(DataType::kInt32, {}, {-4})},
+                   1, 13, {0, 1, 2});
   ASSERT_TRUE(ri.is_ok()) << ri.message();
   ASSERT_EQ(ri.value()[0].numel(), 4);  // 10, 6, 2, -2
   EXPECT_EQ(ri.value()[0].data_as<int32_t>()[3], -2);
-  EXPECT_FALSE(run_op("Range", {}, {make_tensor<int32_t>(DataType::kInt32, {}, {0}), make_tensor<int32_t>(DataType::kInt32, {}, {3}),
-                                     make_tensor<int32_t>(DataType::kInt32, {}, {0})}, 1, 13, {0, 1, 2}).is_ok());
+  EXPECT_FALSE(run_op("Range", {},
+                      {make_tensor<int32_t>(DataType::kInt32, {}, {0}), make_tensor<int32_t>(DataType::kInt32, {}, {3}),
+                       make_tensor<int32_t>(DataType::kInt32, {}, {0})},
+                      1, 13, {0, 1, 2})
+                   .is_ok());
 }
 
 TEST(TensorOps, DropoutIsIdentityAtInference) {
@@ -400,7 +417,8 @@ TEST(TensorOps, DropoutIsIdentityAtInference) {
   EXPECT_EQ(y.value()[1].dtype(), DataType::kBool);
   for (int64_t i = 0; i < 12; ++i) EXPECT_TRUE(y.value()[1].data_as<bool>()[i]);
   Tensor tm = make_tensor<bool>(DataType::kBool, {}, {true});
-  Tensor zero = make_tensor<float>(DataType::kFloat32, {}, {0.f}), half = make_tensor<float>(DataType::kFloat32, {}, {0.5f});
+  Tensor zero = make_tensor<float>(DataType::kFloat32, {}, {0.f}),
+         half = make_tensor<float>(DataType::kFloat32, {}, {0.5f});
   EXPECT_TRUE(run_op("Dropout", {}, {x, zero, tm}, 2, 13, {1, 2}).is_ok());
   auto bad = run_op("Dropout", {}, {x, half, tm}, 1, 13, {1, 2});
   ASSERT_FALSE(bad.is_ok());
@@ -446,8 +464,8 @@ std::vector<float> naive_bilinear(const Tensor& x, int64_t OH, int64_t OW, F coo
         int64_t y0 = int64_t(fy), x0 = int64_t(fx), y1 = std::min(y0 + 1, H - 1), x1 = std::min(x0 + 1, W - 1);
         double ly = fy - y0, lx = fx - x0;
         auto v = [&](int64_t a, int64_t b) { return double(at(x, (p * H + a) * W + b)); };
-        y[(p * OH + i) * OW + j] = float((1 - ly) * ((1 - lx) * v(y0, x0) + lx * v(y0, x1)) +
-                                         ly * ((1 - lx) * v(y1, x0) + lx * v(y1, x1)));
+        y[(p * OH + i) * OW + j] =
+            float((1 - ly) * ((1 - lx) * v(y0, x0) + lx * v(y0, x1)) + ly * ((1 - lx) * v(y1, x0) + lx * v(y1, x1)));
       }
   return y;
 }
@@ -475,7 +493,9 @@ TEST(TensorOps, ResizeLinearCoordinateModes) {
       return m == "asymmetric" ? o / double(sw) : m == "align_corners" ? o * 3.0 / 5.0 : (o + 0.5) / sw - 0.5;
     };
     EXPECT_LT(max_diff(y.value()[0], naive_bilinear(x, OH, OW, std::function<double(int64_t)>(fh),
-                                                      std::function<double(int64_t)>(fw))), 1e-5) << ct;
+                                                    std::function<double(int64_t)>(fw))),
+              1e-5)
+        << ct;
   }
   // sizes instead of scales give the same result when they match.
   auto a = run_op("Resize", {{"mode", attr_s("linear")}}, {x, Tensor(), Tensor(), i64({1, 2, OH, OW})}, 1, 13, {3});
@@ -491,7 +511,8 @@ TEST(TensorOps, ResizeNearestIntegerScaleRepeats) {
   rs.push_back(run_op("Resize", {}, {x, f32({1, 1, 2, 3})}, 1, 10, {1}));
   rs.push_back(run_op("Upsample", {{"scales", attr_floats({1, 1, 2, 3})}}, {x}, 1, 7));
   rs.push_back(run_op("Upsample", {}, {x, f32({1, 1, 2, 3})}, 1, 9, {1}));
-  rs.push_back(run_op("Resize", {{"coordinate_transformation_mode", attr_s("asymmetric")}, {"nearest_mode", attr_s("floor")}},
+  rs.push_back(run_op("Resize",
+                      {{"coordinate_transformation_mode", attr_s("asymmetric")}, {"nearest_mode", attr_s("floor")}},
                       {x, Tensor(), f32({1, 1, 2, 3})}, 1, 13, {2}));
   for (auto& r : rs) {
     ASSERT_TRUE(r.is_ok()) << r.message();
@@ -512,7 +533,8 @@ TEST(TensorOps, ResizeCubicAndAntialiasPreserveConstantsAndRamps) {
   for (int antialias : {0, 1})
     for (int excl : {0, 1})
       for (const char* mode : {"linear", "cubic"}) {
-        std::map<std::string, Attribute> a = {{"mode", attr_s(mode)}, {"exclude_outside", attr_i(excl)}, {"antialias", attr_i(antialias)}};
+        std::map<std::string, Attribute> a = {
+            {"mode", attr_s(mode)}, {"exclude_outside", attr_i(excl)}, {"antialias", attr_i(antialias)}};
         auto y = run_op("Resize", a, {x, Tensor(), f32({1, 1, 0.4f, 1.7f})}, 1, 18, {2});
         ASSERT_TRUE(y.is_ok()) << y.message();
         for (int64_t i = 0; i < y.value()[0].numel(); ++i) ASSERT_NEAR(at(y.value()[0], i), 3.25f, 1e-5);
@@ -529,15 +551,20 @@ TEST(TensorOps, ResizeCubicAndAntialiasPreserveConstantsAndRamps) {
                   {x, Tensor(), Tensor(), i64({3, 100})}, 1, 18, {3});
   ASSERT_TRUE(k.is_ok()) << k.message();
   EXPECT_EQ(k.value()[0].dims(), (std::vector<int64_t>{1, 1, 3, 4}));  // scale 0.5: 7 * 0.5 rounds to 4
-  EXPECT_FALSE(run_op("Resize", {{"mode", attr_s("nearest")}, {"antialias", attr_i(1)}}, {x, Tensor(), f32({1, 1, 2, 2})}, 1, 18, {2}).is_ok());
+  EXPECT_FALSE(run_op("Resize", {{"mode", attr_s("nearest")}, {"antialias", attr_i(1)}},
+                      {x, Tensor(), f32({1, 1, 2, 2})}, 1, 18, {2})
+                   .is_ok());
   EXPECT_FALSE(run_op("Resize", {}, {x, Tensor(), f32({1, 1, 2})}, 1, 13, {2}).is_ok());
-  EXPECT_FALSE(run_op("Resize", {{"coordinate_transformation_mode", attr_s("half_pixel_symmetric")}}, {x, Tensor(), f32({1, 1, 2, 2})}, 1, 18, {2}).is_ok());
+  EXPECT_FALSE(run_op("Resize", {{"coordinate_transformation_mode", attr_s("half_pixel_symmetric")}},
+                      {x, Tensor(), f32({1, 1, 2, 2})}, 1, 18, {2})
+                   .is_ok());
 }
 
 TEST(TensorOps, ResizeTfCropAndResizeExtrapolates) {
   Tensor x = iota({1, 1, 4, 4});
   auto y = run_op("Resize",
-                  {{"mode", attr_s("linear")}, {"coordinate_transformation_mode", attr_s("tf_crop_and_resize")},
+                  {{"mode", attr_s("linear")},
+                   {"coordinate_transformation_mode", attr_s("tf_crop_and_resize")},
                    {"extrapolation_value", attr_f(-9)}},
                   {x, f32({0, 0, 0.5f, 0.5f, 1, 1, 1.5f, 1.5f}), Tensor(), i64({1, 1, 3, 3})}, 1, 13, {1, 3});
   ASSERT_TRUE(y.is_ok()) << y.message();
@@ -557,8 +584,12 @@ TEST(TensorOps, HostileSizesAreRefused) {
   EXPECT_FALSE(run_op("Pad", {}, {x, i64({huge, 0, 0, 0})}, 1, 13, {1}).is_ok());
   EXPECT_FALSE(run_op("ConstantOfShape", {}, {i64({huge, huge})}, 1, 13, {0}).is_ok());
   EXPECT_FALSE(run_op("Reshape", {}, {x, i64({-1, -2})}, 1, 13, {1}).is_ok());
-  EXPECT_FALSE(run_op("Range", {}, {make_tensor<int64_t>(DataType::kInt64, {}, {INT64_MIN}), make_tensor<int64_t>(DataType::kInt64, {}, {INT64_MAX}),
-                                     make_tensor<int64_t>(DataType::kInt64, {}, {1})}, 1, 13, {0, 1, 2}).is_ok());
+  EXPECT_FALSE(
+      run_op("Range", {},
+             {make_tensor<int64_t>(DataType::kInt64, {}, {INT64_MIN}),
+              make_tensor<int64_t>(DataType::kInt64, {}, {INT64_MAX}), make_tensor<int64_t>(DataType::kInt64, {}, {1})},
+             1, 13, {0, 1, 2})
+          .is_ok());
   EXPECT_FALSE(run_op("Resize", {}, {x, Tensor(), f32({1e9f, 1e9f})}, 1, 13, {2}).is_ok());
   EXPECT_FALSE(run_op("Resize", {{"mode", attr_s("linear")}}, {x, Tensor(), f32({1, 0})}, 1, 18, {2}).is_ok());
   EXPECT_FALSE(run_op("DepthToSpace", {{"blocksize", attr_i(huge)}}, {random_tensor({1, 4, 2, 2}, 1)}, 1, 13).is_ok());

@@ -28,9 +28,9 @@ double percentile(std::vector<double> v, double p) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2,
-                      {"--batch", "--warmup", "--iters", "--duration", "--threads", "--json", "--device", "--precision"},
-                      {"--quiet", "--no-optimize", "--no-dnnl"});
+  Args a = parse_args(
+      argc, argv, 2, {"--batch", "--warmup", "--iters", "--duration", "--threads", "--json", "--device", "--precision"},
+      {"--quiet", "--no-optimize", "--no-dnnl"});
   SessionOptions opts;
   session_options(a, opts);
   int warmup = static_cast<int>(a.get_int("--warmup", 5, 0, 1000000));
@@ -87,7 +87,9 @@ int cmd_bench(int argc, char** argv) {
     std::vector<double> lat;
     auto start = std::chrono::steady_clock::now();
     for (int i = 0;; ++i) {
-      if (iters ? i >= iters : (i >= 3 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= duration))
+      if (iters
+              ? i >= iters
+              : (i >= 3 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= duration))
         break;
       auto t0 = std::chrono::steady_clock::now();
       auto r = s.run(inputs);
@@ -123,11 +125,12 @@ int cmd_bench(int argc, char** argv) {
     for (size_t i = 0; i < rows.size(); ++i) {
       const BenchRow& r = rows[i];
       char buf[512];
-      snprintf(buf, sizeof buf,
-               "  {\"batch\": %lld, \"latency_ms_p50\": %.4f, \"latency_ms_p90\": %.4f, \"latency_ms_p99\": %.4f, "
-               "\"latency_ms_mean\": %.4f, \"throughput_per_s\": %.3f, \"peak_memory_bytes\": %zu, \"build_ms\": %.3f}%s\n",
-               (long long)r.batch, r.p50, r.p90, r.p99, r.mean, r.throughput, r.peak_memory, r.build_ms,
-               i + 1 < rows.size() ? "," : "");
+      snprintf(
+          buf, sizeof buf,
+          "  {\"batch\": %lld, \"latency_ms_p50\": %.4f, \"latency_ms_p90\": %.4f, \"latency_ms_p99\": %.4f, "
+          "\"latency_ms_mean\": %.4f, \"throughput_per_s\": %.3f, \"peak_memory_bytes\": %zu, \"build_ms\": %.3f}%s\n",
+          (long long)r.batch, r.p50, r.p90, r.p99, r.mean, r.throughput, r.peak_memory, r.build_ms,
+          i + 1 < rows.size() ? "," : "");
       f << buf;
     }
     f << "]\n";

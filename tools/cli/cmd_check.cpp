@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <set>
 
@@ -47,9 +47,12 @@ std::string base_name(std::string p) {
 float half_to_float(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
   float v;
-  if (exp == 0) v = std::ldexp(static_cast<float>(man), -24);
-  else if (exp == 31) v = man ? NAN : INFINITY;
-  else v = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
+  if (exp == 0)
+    v = std::ldexp(static_cast<float>(man), -24);
+  else if (exp == 31)
+    v = man ? NAN : INFINITY;
+  else
+    v = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
   return sign ? -v : v;
 }
 
@@ -59,7 +62,8 @@ double element(const Tensor& t, int64_t i) {
     case DataType::kFloat64: return t.data_as<double>()[i];
     case DataType::kFloat16: return half_to_float(t.data_as<uint16_t>()[i]);
     case DataType::kInt8: return t.data_as<int8_t>()[i];
-    case DataType::kUInt8: case DataType::kBool: return t.data_as<uint8_t>()[i];
+    case DataType::kUInt8:
+    case DataType::kBool: return t.data_as<uint8_t>()[i];
     case DataType::kInt16: return t.data_as<int16_t>()[i];
     case DataType::kUInt16: return t.data_as<uint16_t>()[i];
     case DataType::kInt32: return t.data_as<int32_t>()[i];
@@ -88,8 +92,8 @@ Compare compare(const Tensor& got, const Tensor& want, double rtol, double atol)
     c.why = "shape " + shape_str(got.dims()) + ", expected " + shape_str(want.dims());
     return c;
   }
-  const bool exact = !(want.dtype() == DataType::kFloat32 || want.dtype() == DataType::kFloat64 ||
-                       want.dtype() == DataType::kFloat16);
+  const bool exact =
+      !(want.dtype() == DataType::kFloat32 || want.dtype() == DataType::kFloat64 || want.dtype() == DataType::kFloat16);
   for (int64_t i = 0; i < want.numel(); ++i) {
     double g = element(got, i), w = element(want, i);
     if (std::isnan(w) || std::isnan(g)) {

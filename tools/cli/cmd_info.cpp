@@ -17,15 +17,18 @@ int cmd_info(int argc, char** argv) {
   printf("producer   %s\n", m.producer.empty() ? "(none)" : m.producer.c_str());
   printf("ir/opset   %lld / %lld\n", (long long)m.ir_version, (long long)m.opset);
   printf("inputs\n");
-  for (const IoInfo& io : s.inputs()) printf("  %-24s %-8s %s\n", io.name.c_str(), dtype_name(io.dtype), io_shape_str(io).c_str());
+  for (const IoInfo& io : s.inputs())
+    printf("  %-24s %-8s %s\n", io.name.c_str(), dtype_name(io.dtype), io_shape_str(io).c_str());
   printf("outputs\n");
-  for (const IoInfo& io : s.outputs()) printf("  %-24s %-8s %s\n", io.name.c_str(), dtype_name(io.dtype), io_shape_str(io).c_str());
+  for (const IoInfo& io : s.outputs())
+    printf("  %-24s %-8s %s\n", io.name.c_str(), dtype_name(io.dtype), io_shape_str(io).c_str());
   printf("parameters %lld\n", (long long)m.parameter_count);
   auto shapes = shapes_for_batch(s, 1);
   if (shapes.is_ok()) {
     auto rep = s.prepare(shapes.value());
     if (!rep.is_ok()) return fail(rep.message());
-    printf("flops      %.3f GFLOPs per sample (batch 1; Conv/Gemm/MatMul, 2 per multiply-add)\n", rep.value().flops / 1e9);
+    printf("flops      %.3f GFLOPs per sample (batch 1; Conv/Gemm/MatMul, 2 per multiply-add)\n",
+           rep.value().flops / 1e9);
     printf("arena      %.2f MiB at batch 1 (%.2f MiB without reuse); %zu steps, %zu on oneDNN\n",
            rep.value().arena_bytes / 1048576.0, rep.value().naive_bytes / 1048576.0, rep.value().steps,
            rep.value().accelerated_steps);

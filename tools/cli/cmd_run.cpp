@@ -72,7 +72,9 @@ int cmd_run(int argc, char** argv) {
     std::string path = dir + "/" + sanitize(s.outputs()[i].name) + ".npy";
     Status st = save_npy(path, t);
     if (!st.is_ok()) return fail(st.message());
-    if (!quiet) printf("%s %s %s -> %s\n", s.outputs()[i].name.c_str(), dtype_name(t.dtype()), shape_str(t.dims()).c_str(), path.c_str());
+    if (!quiet)
+      printf("%s %s %s -> %s\n", s.outputs()[i].name.c_str(), dtype_name(t.dtype()), shape_str(t.dims()).c_str(),
+             path.c_str());
   }
   return kExitOk;
 }

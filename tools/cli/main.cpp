@@ -26,7 +26,8 @@ long long Args::get_int(const std::string& k, long long dflt, long long lo, long
   long long x = std::strtoll(v.c_str(), &end, 10);
   if (v.empty() || *end || x < lo || x > hi) {
     if (usage_error.empty())
-      usage_error = k + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v + "'";
+      usage_error =
+          k + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v + "'";
     return dflt;
   }
   return x;
@@ -101,8 +102,7 @@ bool session_options(Args& a, SessionOptions& o) {
   std::string dev = a.get("--device", "cpu"), prec = a.get("--precision", "fp32");
   if (dev != "cpu" && a.usage_error.empty())
     a.usage_error = "--device " + dev + " is not available: this build has the CPU backend only (--device cpu)";
-  if (prec != "fp32" && a.usage_error.empty())
-    a.usage_error = "--precision " + prec + " is not available yet (fp32)";
+  if (prec != "fp32" && a.usage_error.empty()) a.usage_error = "--precision " + prec + " is not available yet (fp32)";
   o.optimize = !a.has("--no-optimize");
   o.use_dnnl = !a.has("--no-dnnl");
   return a.usage_error.empty();
@@ -167,11 +167,12 @@ Result<Tensor> random_input(const IoInfo& io, const std::vector<int64_t>& dims, 
     case DataType::kInt32:
       for (int64_t i = 0; i < n; ++i) t.data_as<int32_t>()[i] = rng() % 10;
       break;
-    case DataType::kBool: case DataType::kUInt8: case DataType::kInt8:
+    case DataType::kBool:
+    case DataType::kUInt8:
+    case DataType::kInt8:
       for (int64_t i = 0; i < n; ++i) t.data_as<uint8_t>()[i] = io.dtype == DataType::kBool ? rng() % 2 : rng() % 10;
       break;
-    default:
-      return Status::error("input '" + io.name + "': cannot make random data of type " + dtype_name(io.dtype));
+    default: return Status::error("input '" + io.name + "': cannot make random data of type " + dtype_name(io.dtype));
   }
   return t;
 }

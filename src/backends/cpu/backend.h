@@ -32,16 +32,16 @@ class AccelKernel {
   // (blocked buffers hold padded channels: size from blocked_bytes()).
   virtual Status run(ComputeContext& ctx) = 0;
   virtual size_t weight_bytes() const { return 0; }  // reordered weights it holds
-  virtual std::string impl_name() const = 0;        // e.g. "dnnl conv brgconv:avx512_core"
+  virtual std::string impl_name() const = 0;         // e.g. "dnnl conv brgconv:avx512_core"
 };
 
 struct AccelRequest {
   const Node* node = nullptr;
-  const OpKernel* op = nullptr;             // the reference kernel (fallback, attrs)
+  const OpKernel* op = nullptr;  // the reference kernel (fallback, attrs)
   int64_t opset = 0;
-  std::vector<const ValueInfo*> inputs;     // concrete shapes; .value set for constants
-  std::vector<const ValueInfo*> outputs;    // concrete shapes
-  std::vector<Layout> input_layouts;        // decided by the planner
+  std::vector<const ValueInfo*> inputs;   // concrete shapes; .value set for constants
+  std::vector<const ValueInfo*> outputs;  // concrete shapes
+  std::vector<Layout> input_layouts;      // decided by the planner
   std::vector<Layout> output_layouts;
   int num_threads = 1;
 };

@@ -98,30 +98,48 @@ bool activation_chain(const std::string& name, bool has_alpha, float alpha, bool
   auto b = [&](float d) { return has_beta ? beta : d; };
   out.clear();
   if (name.empty() || name == "Identity" || name == "none") return true;
-  if (name == "Relu") out.push_back({alg::eltwise_relu, 0.f, 0.f});
-  else if (name == "LeakyRelu") out.push_back({alg::eltwise_relu, a(0.01f), 0.f});
-  else if (name == "Sigmoid") out.push_back({alg::eltwise_logistic, 0.f, 0.f});
-  else if (name == "Tanh") out.push_back({alg::eltwise_tanh, 0.f, 0.f});
-  else if (name == "Elu") out.push_back({alg::eltwise_elu, a(1.f), 0.f});
-  else if (name == "Clip") out.push_back({alg::eltwise_clip, a(-inf), b(inf)});
-  else if (name == "HardSwish") out.push_back({alg::eltwise_hardswish, 0.f, 0.f});
+  if (name == "Relu")
+    out.push_back({alg::eltwise_relu, 0.f, 0.f});
+  else if (name == "LeakyRelu")
+    out.push_back({alg::eltwise_relu, a(0.01f), 0.f});
+  else if (name == "Sigmoid")
+    out.push_back({alg::eltwise_logistic, 0.f, 0.f});
+  else if (name == "Tanh")
+    out.push_back({alg::eltwise_tanh, 0.f, 0.f});
+  else if (name == "Elu")
+    out.push_back({alg::eltwise_elu, a(1.f), 0.f});
+  else if (name == "Clip")
+    out.push_back({alg::eltwise_clip, a(-inf), b(inf)});
+  else if (name == "HardSwish")
+    out.push_back({alg::eltwise_hardswish, 0.f, 0.f});
   else if (name == "HardSigmoid") {
     out.push_back({alg::eltwise_linear, a(0.2f), b(0.5f)});
     out.push_back({alg::eltwise_clip, 0.f, 1.f});
   } else if (name == "Selu") {
     out.push_back({alg::eltwise_elu, a(1.67326319217681884765625f), 0.f});
     out.push_back({alg::eltwise_linear, b(1.05070102214813232421875f), 0.f});
-  } else if (name == "Softplus") out.push_back({alg::eltwise_soft_relu, 0.f, 0.f});
-  else if (name == "Swish") out.push_back({alg::eltwise_swish, a(1.f), 0.f});  // x * sigmoid(alpha x): SiLU
-  else if (name == "Mish") out.push_back({alg::eltwise_mish, 0.f, 0.f});
-  else if (name == "Gelu") out.push_back({alg::eltwise_gelu_erf, 0.f, 0.f});
-  else if (name == "GeluTanh") out.push_back({alg::eltwise_gelu_tanh, 0.f, 0.f});
-  else if (name == "Exp") out.push_back({alg::eltwise_exp, 0.f, 0.f});
-  else if (name == "Log") out.push_back({alg::eltwise_log, 0.f, 0.f});
-  else if (name == "Sqrt") out.push_back({alg::eltwise_sqrt, 0.f, 0.f});
-  else if (name == "Abs") out.push_back({alg::eltwise_abs, 0.f, 0.f});
-  else if (name == "Neg") out.push_back({alg::eltwise_linear, -1.f, 0.f});
-  else return false;
+  } else if (name == "Softplus")
+    out.push_back({alg::eltwise_soft_relu, 0.f, 0.f});
+  else if (name == "Swish")
+    out.push_back({alg::eltwise_swish, a(1.f), 0.f});  // x * sigmoid(alpha x): SiLU
+  else if (name == "Mish")
+    out.push_back({alg::eltwise_mish, 0.f, 0.f});
+  else if (name == "Gelu")
+    out.push_back({alg::eltwise_gelu_erf, 0.f, 0.f});
+  else if (name == "GeluTanh")
+    out.push_back({alg::eltwise_gelu_tanh, 0.f, 0.f});
+  else if (name == "Exp")
+    out.push_back({alg::eltwise_exp, 0.f, 0.f});
+  else if (name == "Log")
+    out.push_back({alg::eltwise_log, 0.f, 0.f});
+  else if (name == "Sqrt")
+    out.push_back({alg::eltwise_sqrt, 0.f, 0.f});
+  else if (name == "Abs")
+    out.push_back({alg::eltwise_abs, 0.f, 0.f});
+  else if (name == "Neg")
+    out.push_back({alg::eltwise_linear, -1.f, 0.f});
+  else
+    return false;
   return true;
 }
 
@@ -154,8 +172,7 @@ memory DnnlKernel::own(const memory::desc& md, bool is_weight) {
   return m;
 }
 
-void DnnlKernel::add_step(const dnnl::primitive& p, std::unordered_map<int, memory> args, When when, int in,
-                          int out) {
+void DnnlKernel::add_step(const dnnl::primitive& p, std::unordered_map<int, memory> args, When when, int in, int out) {
   steps_.push_back({p, std::move(args), when, in, out});
 }
 
@@ -198,7 +215,8 @@ memory reorder_owned(DnnlKernel& k, const memory& src, const memory::desc& md) {
 void log_impl(const AccelRequest& req, const std::string& impl) {
   if (verbose() < 2) return;
   std::string l;  // layouts, e.g. "BP>B": inputs blocked, plain; output blocked
-  for (size_t i = 0; i < req.inputs.size(); ++i) l += !req.inputs[i] ? '-' : in_layout(req, i) == Layout::kBlocked ? 'B' : 'P';
+  for (size_t i = 0; i < req.inputs.size(); ++i)
+    l += !req.inputs[i] ? '-' : in_layout(req, i) == Layout::kBlocked ? 'B' : 'P';
   l += '>';
   for (size_t i = 0; i < req.outputs.size(); ++i)
     l += !req.outputs[i] ? '-' : out_layout(req, i) == Layout::kBlocked ? 'B' : 'P';
@@ -310,8 +328,7 @@ Result<std::unique_ptr<AccelKernel>> dnnl_create(const AccelRequest& req) {
   try {
     return f->create(req);
   } catch (const dnnl::error& e) {
-    if (cpu::verbose())
-      std::fprintf(stderr, "infera dnnl: %s declined: %s\n", req.node->label().c_str(), e.what());
+    if (cpu::verbose()) std::fprintf(stderr, "infera dnnl: %s declined: %s\n", req.node->label().c_str(), e.what());
     return std::unique_ptr<AccelKernel>();
   }
 }
@@ -404,7 +421,8 @@ std::string dnnl_describe() {
   char buf[256];
   std::snprintf(buf, sizeof buf, "oneDNN %d.%d.%d%s%s%s, ISA %s, channel block %d", v->major, v->minor, v->patch,
                 std::strcmp(v->hash, "N/A") ? " (" : "", std::strcmp(v->hash, "N/A") ? v->hash : "",
-                std::strcmp(v->hash, "N/A") ? ")" : "", isa_name(dnnl::get_effective_cpu_isa()), blocked_channel_block());
+                std::strcmp(v->hash, "N/A") ? ")" : "", isa_name(dnnl::get_effective_cpu_isa()),
+                blocked_channel_block());
   std::string r = buf;
   // Probes through dnnl_create, so that infera's own choices (layouts, Winograd) show:
   // ResNet-50's 3x3 conv 64->64 and 1x1 conv 64->256 at 56x56, batch 1.

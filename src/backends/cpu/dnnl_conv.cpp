@@ -98,8 +98,8 @@ std::unique_ptr<AccelKernel> conv_create(const AccelRequest& req) {
   const bool four = req.inputs[0]->shape.rank() == 4;
   const Layout ls = four ? in_layout(req, 0) : Layout::kPlain, ld = four ? out_layout(req, 0) : Layout::kPlain;
   const memory::desc w_any(p.w, memory::data_type::f32, memory::format_tag::any);
-  const memory::desc b_md = p.has_bias ? memory::desc({p.y[1]}, memory::data_type::f32, memory::format_tag::a)
-                                       : memory::desc();
+  const memory::desc b_md =
+      p.has_bias ? memory::desc({p.y[1]}, memory::data_type::f32, memory::format_tag::a) : memory::desc();
   const memory::desc z_md =
       p.has_z ? md_of(p.y, req.inputs[3]->shape.rank() == 4 ? in_layout(req, 3) : Layout::kPlain) : memory::desc();
   // residual: 0 none, 1 sum post-op, 2 binary-add post-op reading Z.
@@ -119,10 +119,10 @@ std::unique_ptr<AccelKernel> conv_create(const AccelRequest& req) {
   bool pointwise = true;  // 1x1, stride 1, no padding: gemm needs no im2col
   for (size_t i = 0; i < 2; ++i)
     pointwise = pointwise && p.w[p.w.size() - 2 + i] == 1 && p.strides[i] == 1 && p.pad_l[i] == 0 && p.pad_r[i] == 0;
-  auto [cs, cd] = four ? pick_layouts(
-                             ls, ld, [&](Layout a, Layout b) { return make_pd(a, b, residual).impl_info_str(); },
-                             pointwise)
-                       : std::pair<Layout, Layout>{ls, ld};
+  auto [cs, cd] =
+      four ? pick_layouts(
+                 ls, ld, [&](Layout a, Layout b) { return make_pd(a, b, residual).impl_info_str(); }, pointwise)
+           : std::pair<Layout, Layout>{ls, ld};
   convolution_forward::primitive_desc pd = make_pd(cs, cd, residual);
   if (four && winograd_enabled() && p.group == 1 && p.w[2] == 3 && p.w[3] == 3 && p.strides == Dims{1, 1} &&
       p.dilates == Dims{0, 0} && p.y[0] * p.y[2] * p.y[3] >= 196) {

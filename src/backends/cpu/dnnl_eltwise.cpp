@@ -150,8 +150,8 @@ std::unique_ptr<AccelKernel> bn_create(const AccelRequest& req) {
   using namespace dnnl;
   if (!plan_bn(req)) return nullptr;
   const float eps = req.node->attr_float("epsilon", 1e-5f);
-  const auto flags = normalization_flags::use_global_stats | normalization_flags::use_scale |
-                     normalization_flags::use_shift;
+  const auto flags =
+      normalization_flags::use_global_stats | normalization_flags::use_scale | normalization_flags::use_shift;
   auto make_pd = [&](const memory::desc& md) {
     return batch_normalization_forward::primitive_desc({prop_kind::forward_inference, md, eps, flags}, engine());
   };
@@ -185,13 +185,20 @@ bool plan_binary(const AccelRequest& req, BinaryPlan& p) {
   const std::string& op = req.node->op_type;
   if (req.inputs.size() != 2 || !has_in(req, 0) || !has_in(req, 1)) return false;
   bool commutative = true;
-  if (op == "Add") p.alg = alg::binary_add;
-  else if (op == "Mul") p.alg = alg::binary_mul;
-  else if (op == "Max") p.alg = alg::binary_max;
-  else if (op == "Min") p.alg = alg::binary_min;
-  else if (op == "Sub") p.alg = alg::binary_sub, commutative = false;
-  else if (op == "Div") p.alg = alg::binary_div, commutative = false;
-  else return false;
+  if (op == "Add")
+    p.alg = alg::binary_add;
+  else if (op == "Mul")
+    p.alg = alg::binary_mul;
+  else if (op == "Max")
+    p.alg = alg::binary_max;
+  else if (op == "Min")
+    p.alg = alg::binary_min;
+  else if (op == "Sub")
+    p.alg = alg::binary_sub, commutative = false;
+  else if (op == "Div")
+    p.alg = alg::binary_div, commutative = false;
+  else
+    return false;
   p.y = out_dims(req, 0);
   if (p.y.empty() || p.y.size() > 6) return false;
   for (int64_t d : p.y)

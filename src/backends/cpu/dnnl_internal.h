@@ -67,8 +67,8 @@ class DnnlKernel : public AccelKernel {
   // When a step runs: always, or only when input slot `in` and output slot `out` share a
   // buffer (kIfAliased) or do not (kIfDistinct); e.g. a residual already in the output.
   enum class When { kAlways, kIfAliased, kIfDistinct };
-  void add_step(const dnnl::primitive& p, std::unordered_map<int, memory> args, When when = When::kAlways,
-                int in = -1, int out = -1);
+  void add_step(const dnnl::primitive& p, std::unordered_map<int, memory> args, When when = When::kAlways, int in = -1,
+                int out = -1);
   void set_impl(const std::string& s) { impl_ = s; }
   Status run(ComputeContext& ctx) override;
   size_t weight_bytes() const override { return weight_bytes_; }
@@ -106,8 +106,7 @@ void log_impl(const AccelRequest& req, const std::string& impl);
 // implementation name for a pair (or throws dnnl::error). gemm_ok: gemm is as good as jit
 // (1x1 stride-1 convs need no im2col; measured: plain gemm beats reorders + jit there).
 std::pair<Layout, Layout> pick_layouts(Layout src, Layout dst,
-                                       const std::function<std::string(Layout, Layout)>& impl_of,
-                                       bool gemm_ok = false);
+                                       const std::function<std::string(Layout, Layout)>& impl_of, bool gemm_ok = false);
 // Memory for an input bound to `slot` as the primitive reads it: the bound buffer itself when
 // `want` is its layout, else a kernel-owned scratch filled by a reorder step added now.
 memory input_as(DnnlKernel& k, int slot, const memory::desc& given, const memory::desc& want);

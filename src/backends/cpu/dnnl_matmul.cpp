@@ -48,8 +48,8 @@ bool plan_gemm(const AccelRequest& req, GemmPlan& p) {
 
 memory::desc matrix_md(int64_t rows, int64_t cols, bool transposed) {
   // A logical [rows, cols] matrix stored row-major, or stored as its transpose.
-  return memory::desc({rows, cols}, memory::data_type::f32, transposed ? memory::format_tag::ba
-                                                                     : memory::format_tag::ab);
+  return memory::desc({rows, cols}, memory::data_type::f32,
+                      transposed ? memory::format_tag::ba : memory::format_tag::ab);
 }
 
 }  // namespace

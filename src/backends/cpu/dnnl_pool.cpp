@@ -87,8 +87,8 @@ std::unique_ptr<AccelKernel> pool_create(const AccelRequest& req) {
   const bool four = req.inputs[0]->shape.rank() == 4;
   const Layout ls = four ? in_layout(req, 0) : Layout::kPlain, ld = four ? out_layout(req, 0) : Layout::kPlain;
   auto make_pd = [&](Layout sl, Layout dl) {
-    pooling_v2_forward::desc d(prop_kind::forward_inference, p.alg, md_of(p.x, sl), md_of(p.y, dl), p.strides,
-                               p.kernel, p.dilates, p.pad_l, p.pad_r);
+    pooling_v2_forward::desc d(prop_kind::forward_inference, p.alg, md_of(p.x, sl), md_of(p.y, dl), p.strides, p.kernel,
+                               p.dilates, p.pad_l, p.pad_r);
     return pooling_v2_forward::primitive_desc(d, engine());
   };
   auto [cs, cd] = four ? pick_layouts(ls, ld, [&](Layout a, Layout b) { return make_pd(a, b).impl_info_str(); })

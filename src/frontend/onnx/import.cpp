@@ -97,8 +97,8 @@ Status read_external(const onnx::TensorProto& tp, const std::string& model_dir, 
                          std::to_string(nbytes) + " bytes its dims and type need");
   if (offset > st.st_size || length > st.st_size - offset)
     return Status::error(what + ": external data offset " + std::to_string(offset) + " + length " +
-                         std::to_string(length) + " is beyond the end of '" + loc + "' (" +
-                         std::to_string(st.st_size) + " bytes)");
+                         std::to_string(length) + " is beyond the end of '" + loc + "' (" + std::to_string(st.st_size) +
+                         " bytes)");
   std::ifstream f(path.value(), std::ios::binary);
   f.seekg(offset);
   f.read(static_cast<char*>(dst), length);
@@ -125,26 +125,52 @@ Shape shape_from_type(const onnx::TypeProto& tp) {
   return Shape(std::move(dims));
 }
 
-Result<Attribute> attr_from_proto(const onnx::AttributeProto& ap, const std::string& model_dir, const std::string& what) {
+Result<Attribute> attr_from_proto(const onnx::AttributeProto& ap, const std::string& model_dir,
+                                  const std::string& what) {
   Attribute a;
   using AP = onnx::AttributeProto;
   int type = ap.type();
   if (type == AP::UNDEFINED) {  // IR < 3 style: infer from the populated field
-    if (ap.has_f()) type = AP::FLOAT;
-    else if (ap.has_i()) type = AP::INT;
-    else if (ap.has_s()) type = AP::STRING;
-    else if (ap.has_t()) type = AP::TENSOR;
-    else if (ap.floats_size()) type = AP::FLOATS;
-    else if (ap.ints_size()) type = AP::INTS;
-    else if (ap.strings_size()) type = AP::STRINGS;
+    if (ap.has_f())
+      type = AP::FLOAT;
+    else if (ap.has_i())
+      type = AP::INT;
+    else if (ap.has_s())
+      type = AP::STRING;
+    else if (ap.has_t())
+      type = AP::TENSOR;
+    else if (ap.floats_size())
+      type = AP::FLOATS;
+    else if (ap.ints_size())
+      type = AP::INTS;
+    else if (ap.strings_size())
+      type = AP::STRINGS;
   }
   switch (type) {
-    case AP::FLOAT: a.kind = Attribute::kFloat; a.f = ap.f(); break;
-    case AP::INT: a.kind = Attribute::kInt; a.i = ap.i(); break;
-    case AP::STRING: a.kind = Attribute::kString; a.s = ap.s(); break;
-    case AP::FLOATS: a.kind = Attribute::kFloats; a.floats.assign(ap.floats().begin(), ap.floats().end()); break;
-    case AP::INTS: a.kind = Attribute::kInts; a.ints.assign(ap.ints().begin(), ap.ints().end()); break;
-    case AP::STRINGS: a.kind = Attribute::kStrings; a.strings.assign(ap.strings().begin(), ap.strings().end()); break;
+    case AP::FLOAT:
+      a.kind = Attribute::kFloat;
+      a.f = ap.f();
+      break;
+    case AP::INT:
+      a.kind = Attribute::kInt;
+      a.i = ap.i();
+      break;
+    case AP::STRING:
+      a.kind = Attribute::kString;
+      a.s = ap.s();
+      break;
+    case AP::FLOATS:
+      a.kind = Attribute::kFloats;
+      a.floats.assign(ap.floats().begin(), ap.floats().end());
+      break;
+    case AP::INTS:
+      a.kind = Attribute::kInts;
+      a.ints.assign(ap.ints().begin(), ap.ints().end());
+      break;
+    case AP::STRINGS:
+      a.kind = Attribute::kStrings;
+      a.strings.assign(ap.strings().begin(), ap.strings().end());
+      break;
     case AP::TENSOR: {
       auto t = tensor_from_proto(ap.t(), model_dir, what + " attribute '" + ap.name() + "'");
       if (!t.is_ok()) return t.status();
@@ -152,7 +178,8 @@ Result<Attribute> attr_from_proto(const onnx::AttributeProto& ap, const std::str
       a.t = std::make_shared<Tensor>(t.take());
       break;
     }
-    case AP::GRAPH: case AP::GRAPHS: a.kind = Attribute::kGraph; break;
+    case AP::GRAPH:
+    case AP::GRAPHS: a.kind = Attribute::kGraph; break;
     default:
       return Status::error(what + ": attribute '" + ap.name() + "' has unsupported type " + std::to_string(type));
   }
@@ -169,7 +196,8 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
   int64_t n = 1;
   for (int64_t d : dims) {
     if (d < 0) return Status::error(what + ": negative dimension " + std::to_string(d));
-    if (d != 0 && n > (int64_t(1) << 40) / d) return Status::error(what + ": dims product overflows (too many elements)");
+    if (d != 0 && n > (int64_t(1) << 40) / d)
+      return Status::error(what + ": dims product overflows (too many elements)");
     n *= d;
   }
   const size_t es = dtype_size(dt);
@@ -191,7 +219,8 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
         case DataType::kFloat32: have = tp.float_data_size(); break;
         case DataType::kFloat64: have = tp.double_data_size(); break;
         case DataType::kInt64: have = tp.int64_data_size(); break;
-        case DataType::kUInt32: case DataType::kUInt64: have = tp.uint64_data_size(); break;
+        case DataType::kUInt32:
+        case DataType::kUInt64: have = tp.uint64_data_size(); break;
         default: have = tp.int32_data_size(); break;
       }
       if (have != n) return count_mismatch("typed data field", have);
@@ -215,9 +244,9 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
       case DataType::kInt32: copy_cast(tp.int32_data(), t.data_as<int32_t>()); break;
       case DataType::kInt16: copy_cast(tp.int32_data(), t.data_as<int16_t>()); break;
       case DataType::kInt8: copy_cast(tp.int32_data(), t.data_as<int8_t>()); break;
-      case DataType::kUInt16: case DataType::kFloat16: case DataType::kBFloat16:
-        copy_cast(tp.int32_data(), t.data_as<uint16_t>());
-        break;
+      case DataType::kUInt16:
+      case DataType::kFloat16:
+      case DataType::kBFloat16: copy_cast(tp.int32_data(), t.data_as<uint16_t>()); break;
       case DataType::kUInt8: copy_cast(tp.int32_data(), t.data_as<uint8_t>()); break;
       case DataType::kBool: {
         uint8_t* p = t.data_as<uint8_t>();
@@ -279,8 +308,7 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
     int v = g.add_value(init.name(), t.value().dtype(), Shape::of(t.value().dims()));
     g.values[v].constant = std::make_shared<Tensor>(t.take());
   }
-  if (gp.sparse_initializer_size())
-    return Status::error(source + ": sparse initializers are not supported");
+  if (gp.sparse_initializer_size()) return Status::error(source + ": sparse initializers are not supported");
   std::set<std::string> input_names;
   for (const auto& in : gp.input()) {
     if (!input_names.insert(in.name()).second)
@@ -289,7 +317,8 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
     if (v >= 0 && g.values[v].constant) continue;  // IR < 4 lists initializers as inputs
     if (in.name().empty()) return Status::error(source + ": a graph input has no name");
     if (!in.type().has_tensor_type())
-      return Status::error(source + ": graph input '" + in.name() + "' is not a tensor (sequences/maps are not supported)");
+      return Status::error(source + ": graph input '" + in.name() +
+                           "' is not a tensor (sequences/maps are not supported)");
     DataType dt = static_cast<DataType>(in.type().tensor_type().elem_type());
     if (!dtype_supported(dt))
       return Status::error(source + ": graph input '" + in.name() + "' has unsupported element type " +
@@ -323,7 +352,8 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
       n.outputs.push_back(v);
     }
     for (const auto& ap : np.attribute()) {
-      if (n.attrs.count(ap.name())) return Status::error(source + ": " + n.label() + " has attribute '" + ap.name() + "' twice");
+      if (n.attrs.count(ap.name()))
+        return Status::error(source + ": " + n.label() + " has attribute '" + ap.name() + "' twice");
       auto a = attr_from_proto(ap, model_dir, source + ": " + n.label());
       if (!a.is_ok()) return a.status();
       n.attrs[ap.name()] = a.take();
