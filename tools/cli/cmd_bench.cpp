@@ -59,6 +59,7 @@ int cmd_bench(int argc, char** argv) {
   if (progress) fprintf(stderr, "loading %s...\r", a.positional[0].c_str());
   auto load_t0 = std::chrono::steady_clock::now();
   auto sess = Session::load(a.positional[0], opts);
+  if (progress) fprintf(stderr, "\033[K");
   if (!sess.is_ok()) return fail(sess.message());
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_t0).count();
   Session& s = *sess.value();

@@ -24,7 +24,10 @@ int cmd_run(int argc, char** argv) {
   if (!a.usage_error.empty()) return usage(a.usage_error);
   if (a.positional.size() != 1) return usage("run takes one MODEL");
   const bool quiet = a.has("--quiet");
+  const bool progress = !quiet && stderr_is_tty();
+  if (progress) fprintf(stderr, "loading %s...\r", a.positional[0].c_str());
   auto sess = Session::load(a.positional[0], opts);
+  if (progress) fprintf(stderr, "\033[K");
   if (!sess.is_ok()) return fail(sess.message());
   Session& s = *sess.value();
 
