@@ -41,6 +41,10 @@ Status infer_graph(Graph& g) {
     if (n.dead) continue;
     auto k = make_kernel(n, g.opset);
     if (!k.is_ok()) return k.status();
+    // Every supported op but Constant reads its first input, and the kernels rely on it.
+    if (n.op_type != "Constant" && (n.inputs.empty() || n.inputs[0] < 0))
+      return Status::error(n.label() + ": input 0 is required but " +
+                           (n.inputs.empty() ? "the node has no inputs" : "its name is empty"));
     std::vector<const ValueInfo*> in;
     for (int v : n.inputs) in.push_back(v >= 0 ? &infos[v] : nullptr);
     InferContext ctx(n, g.opset, in);

@@ -445,7 +445,7 @@ class ConvKernel : public OpKernel {
   static float default_alpha(const std::string& act) {
     if (act == "LeakyRelu") return 0.01f;
     if (act == "HardSigmoid") return 0.2f;
-    if (act == "Elu" || act == "Celu" || act == "ThresholdedRelu") return 1.0f;
+    if (act == "Elu" || act == "Celu" || act == "ThresholdedRelu" || act == "Swish") return 1.0f;
     if (act == "Selu") return 1.67326319217681884765625f;
     if (act == "Clip") return -std::numeric_limits<float>::infinity();
     return 0.f;

@@ -15,7 +15,8 @@ namespace infera {
 // ---------------------------------------------------------------- activations
 // In-place float activation for fused epilogues. Parameters per op:
 //   LeakyRelu(alpha) Elu(alpha) Clip(alpha=min, beta=max) HardSigmoid(alpha, beta)
-//   Selu(alpha, beta=gamma); Relu Sigmoid Tanh HardSwish Softplus Identity ignore them.
+//   Selu(alpha, beta=gamma) Swish(alpha: x * sigmoid(alpha x), SiLU at alpha 1; callers default
+//   alpha to 1); Relu Sigmoid Tanh HardSwish Softplus Identity ignore them.
 // Returns false (data untouched) for an unknown name.
 bool apply_activation(const std::string& op_type, float alpha, float beta, float* data, int64_t n);
 
@@ -30,7 +31,8 @@ enum class Activation {
   kHardSwish,
   kElu,
   kSelu,
-  kSoftplus
+  kSoftplus,
+  kSwish
 };
 // Name -> enum for callers that apply the same activation many times (no string compare per call).
 bool parse_activation(const std::string& op_type, Activation& out);

@@ -421,6 +421,7 @@ bool parse_activation(const std::string& op_type, Activation& out) {
       {"Elu", Activation::kElu},
       {"Selu", Activation::kSelu},
       {"Softplus", Activation::kSoftplus},
+      {"Swish", Activation::kSwish},
   };
   for (auto& [name, act] : table) {
     if (op_type == name) {
@@ -464,6 +465,9 @@ void apply_activation(Activation act, float alpha, float beta, float* d, int64_t
       break;
     case Activation::kSoftplus:
       for (int64_t i = 0; i < n; ++i) d[i] = softplus(d[i]);
+      break;
+    case Activation::kSwish:
+      for (int64_t i = 0; i < n; ++i) d[i] = d[i] * sigmoid(a * d[i]);
       break;
   }
 }

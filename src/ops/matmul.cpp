@@ -372,7 +372,7 @@ class FusedGemmKernel : public GemmKernel {
       a = 0.01f;
     else if (act == "HardSigmoid")
       a = 0.2f, b = 0.5f;
-    else if (act == "Elu" || act == "Celu" || act == "ThresholdedRelu")
+    else if (act == "Elu" || act == "Celu" || act == "ThresholdedRelu" || act == "Swish")
       a = 1.f;
     else if (act == "Selu")
       a = 1.67326319217681884765625f, b = 1.05070102214813232421875f;

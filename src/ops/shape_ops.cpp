@@ -65,24 +65,28 @@ class ReshapeKernel : public OpKernel {
       bool in_unknown = false;
       int64_t in_known = 1;
       for (const Dim& d : x.shape.dims) {
-        if (d.known())
-          in_known *= d.value;
-        else if (d.symbol.empty())
+        if (d.known()) {
+          if (__builtin_mul_overflow(in_known, d.value, &in_known))
+            return ctx.error("input 'data' %s has more than 2^63 elements", x.shape.str().c_str());
+        } else if (d.symbol.empty()) {
           in_unknown = true;
-        else
+        } else {
           in_syms.push_back(d.symbol);
+        }
       }
       int64_t out_known = 1;
       bool out_unknown = false;
       std::vector<std::string> out_syms;
       for (size_t i = 0; i < out.size(); ++i) {
         if (static_cast<int>(i) == infer_at) continue;
-        if (out[i].known())
-          out_known *= out[i].value;
-        else if (out[i].symbol.empty())
+        if (out[i].known()) {
+          if (__builtin_mul_overflow(out_known, out[i].value, &out_known))
+            return ctx.error("input 'shape' %s asks for more than 2^63 elements", ints_str(target).c_str());
+        } else if (out[i].symbol.empty()) {
           out_unknown = true;
-        else
+        } else {
           out_syms.push_back(out[i].symbol);
+        }
       }
       for (auto it = out_syms.begin(); it != out_syms.end();) {
         auto f = std::find(in_syms.begin(), in_syms.end(), *it);

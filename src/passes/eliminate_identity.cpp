@@ -47,23 +47,9 @@ class EliminateIdentity : public Pass {
       bool identity = is_onnx_op(n, "Identity");
       bool dropout = is_onnx_op(n, "Dropout") && dropout_is_identity(g, n);
       if (!identity && !dropout) continue;
-      int x = n.inputs[0], y = n.outputs[0];
-      if (x < 0 || y < 0) continue;
+      if (n.inputs[0] < 0 || n.outputs[0] < 0) continue;
       if (dropout && !drop_mask(g, n.outputs.size() > 1 ? n.outputs[1] : -1)) continue;
-      if (!g.is_graph_output(y)) {
-        replace_uses(g, y, x, static_cast<int>(i));
-        g.nodes[i].dead = true;
-        continue;
-      }
-      // y must keep its name: make x's producer write y instead, when x is free to vanish.
-      int p = producer_of(g, x);
-      if (p < 0 || g.is_graph_output(x)) continue;
-      replace_uses(g, x, y, static_cast<int>(i));
-      for (int& o : g.nodes[p].outputs)
-        if (o == x) o = y;
-      g.values[y].producer = p;
-      g.values[x].producer = -1;
-      g.nodes[i].dead = true;
+      bypass_node(g, static_cast<int>(i));
     }
     return Status::ok();
   }

@@ -1,6 +1,7 @@
 // fuse_conv_activation: Conv [+ Add(same-shape residual Z)] [+ activation, or the HardSigmoid*x
-// form of HardSwish] -> com.infera.FusedConv
-// (inputs X, W, B|-1, Z|-1), and Gemm + activation -> com.infera.FusedGemm. Assumes each fused
+// form of HardSwish, or the Sigmoid*x form of Swish/SiLU] -> com.infera.FusedConv
+// (inputs X, W, B|-1, Z|-1); a FusedConv without activation takes one the same way; and
+// Gemm + activation -> com.infera.FusedGemm. Assumes each fused
 // intermediate has one reader and is no graph output; float32 only; Clip bounds must be constants.
 #include <cmath>
 #include <limits>
@@ -91,7 +92,9 @@ class FuseConvActivation : public Pass {
     cons_ = g.consumers();
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       if (g.nodes[i].dead || g.nodes[i].outputs.empty()) continue;
-      if (is_onnx_op(g.nodes[i], "Conv"))
+      const Node& n = g.nodes[i];
+      if (is_onnx_op(n, "Conv") ||
+          (n.op_type == "FusedConv" && n.domain == kFusedDomain && n.attr_string("activation", "").empty()))
         fuse(g, static_cast<int>(i), true);
       else if (is_onnx_op(g.nodes[i], "Gemm"))
         fuse(g, static_cast<int>(i), false);
@@ -107,9 +110,10 @@ class FuseConvActivation : public Pass {
     DataType dt = g.values[y].dtype;
     if (dt != DataType::kFloat32) return;  // the fused kernels apply activations to float32 only
     std::vector<int> fused = {head};
-    int tail = y, z = -1;
+    const bool refuse = h.op_type == "FusedConv";  // already has X, W, B, Z; may take an activation
+    int tail = y, z = refuse && h.inputs.size() > 3 ? h.inputs[3] : -1;
     int next = sole_consumer(g, cons_, tail);
-    if (conv && next >= 0 && is_onnx_op(g.nodes[next], "Add") && g.nodes[next].inputs.size() == 2 &&
+    if (conv && !refuse && next >= 0 && is_onnx_op(g.nodes[next], "Add") && g.nodes[next].inputs.size() == 2 &&
         g.nodes[next].outputs.size() == 1 && g.nodes[next].outputs[0] >= 0) {
       const Node& add = g.nodes[next];
       int other = add.inputs[0] == y ? add.inputs[1] : add.inputs[0];
@@ -126,8 +130,11 @@ class FuseConvActivation : public Pass {
     if (next >= 0 && parse_activation(g, g.nodes[next], act)) {
       tail = g.nodes[next].outputs[0];
       fused.push_back(next);
-    } else if (int mul = match_hardswish(g, tail, fused); mul >= 0) {
+    } else if (int mul = match_gated(g, tail, fused, false); mul >= 0) {
       act = Activation{"HardSwish"};
+      tail = g.nodes[mul].outputs[0];
+    } else if (int mul = match_gated(g, tail, fused, true); mul >= 0) {
+      act = Activation{"Swish", 1.f};  // x * sigmoid(alpha x)
       tail = g.nodes[mul].outputs[0];
     } else {
       act.name.clear();
@@ -142,7 +149,9 @@ class FuseConvActivation : public Pass {
     f.attrs["activation_alpha"] = attr_of(act.alpha);
     f.attrs["activation_beta"] = attr_of(act.beta);
     auto in = [&](size_t k) { return h.inputs.size() > k ? h.inputs[k] : -1; };
-    if (conv)
+    if (refuse)
+      f.inputs = h.inputs;
+    else if (conv)
       f.inputs = {in(0), in(1), in(2), z};
     else
       f.inputs = h.inputs;
@@ -158,14 +167,15 @@ class FuseConvActivation : public Pass {
     }
   }
 
-  // Mul(t, HardSigmoid(t; 1/6, 0.5)) is HardSwish(t), as exported before opset 14. Adds both
-  // nodes to fused and returns the Mul, or -1.
-  int match_hardswish(const Graph& g, int t, std::vector<int>& fused) const {
+  // Mul(t, HardSigmoid(t; 1/6, 0.5)) is HardSwish(t), as exported before opset 14; Mul(t,
+  // Sigmoid(t)) is Swish/SiLU (swish = true). Adds both nodes to fused and returns the Mul, or -1.
+  int match_gated(const Graph& g, int t, std::vector<int>& fused, bool swish) const {
+    const char* gate_op = swish ? "Sigmoid" : "HardSigmoid";
     if (g.is_graph_output(t) || count_uses(g, t) != 2) return -1;
     int hs = -1, mul = -1;
     for (int n : cons_[t]) {
       if (g.nodes[n].dead) continue;
-      if (is_onnx_op(g.nodes[n], "HardSigmoid"))
+      if (is_onnx_op(g.nodes[n], gate_op))
         hs = n;
       else if (is_onnx_op(g.nodes[n], "Mul"))
         mul = n;
@@ -174,7 +184,8 @@ class FuseConvActivation : public Pass {
     const Node& h = g.nodes[hs];
     const Node& m = g.nodes[mul];
     if (h.inputs.size() != 1 || h.outputs.size() != 1 || m.inputs.size() != 2 || m.outputs.size() != 1) return -1;
-    if (std::fabs(h.attr_float("alpha", 0.2f) - 1.0f / 6) > 1e-6f || h.attr_float("beta", 0.5f) != 0.5f) return -1;
+    if (!swish && (std::fabs(h.attr_float("alpha", 0.2f) - 1.0f / 6) > 1e-6f || h.attr_float("beta", 0.5f) != 0.5f))
+      return -1;
     int hv = h.outputs[0];
     bool pair = (m.inputs[0] == t && m.inputs[1] == hv) || (m.inputs[0] == hv && m.inputs[1] == t);
     if (!pair || sole_consumer(g, cons_, hv) != mul || m.outputs[0] < 0) return -1;

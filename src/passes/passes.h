@@ -17,6 +17,7 @@ constexpr size_t kFoldMaxTotalBytes = size_t(2) << 30;
 std::unique_ptr<Pass> make_eliminate_identity();
 std::unique_ptr<Pass> make_fold_constants(size_t max_tensor_bytes = kFoldMaxTensorBytes,
                                           size_t max_total_bytes = kFoldMaxTotalBytes);
+std::unique_ptr<Pass> make_eliminate_noops();
 std::unique_ptr<Pass> make_eliminate_dead_nodes();
 std::unique_ptr<Pass> make_fold_batchnorm();
 std::unique_ptr<Pass> make_fuse_matmul_add();

@@ -9,6 +9,7 @@ std::vector<std::unique_ptr<Pass>> default_passes() {
   std::vector<std::unique_ptr<Pass>> p;
   p.push_back(make_eliminate_identity());
   p.push_back(make_fold_constants());
+  p.push_back(make_eliminate_noops());
   p.push_back(make_eliminate_dead_nodes());
   p.push_back(make_fold_batchnorm());
   p.push_back(make_fuse_matmul_add());

@@ -55,6 +55,28 @@ void replace_uses(Graph& g, int from, int to, int except) {
   }
 }
 
+bool bypass_node(Graph& g, int node) {
+  Node& n = g.nodes[node];
+  if (n.dead || n.inputs.empty() || n.outputs.empty()) return false;
+  int x = n.inputs[0], y = n.outputs[0];
+  if (x < 0 || y < 0) return false;
+  if (!g.is_graph_output(y)) {
+    replace_uses(g, y, x, node);
+    n.dead = true;
+    return true;
+  }
+  // y must keep its name: make x's producer write y instead, when x is free to vanish.
+  int p = producer_of(g, x);
+  if (p < 0 || g.is_graph_output(x)) return false;
+  replace_uses(g, x, y, node);
+  for (int& o : g.nodes[p].outputs)
+    if (o == x) o = y;
+  g.values[y].producer = p;
+  g.values[x].producer = -1;
+  g.nodes[node].dead = true;
+  return true;
+}
+
 int add_constant(Graph& g, const std::string& base, Tensor t) {
   int v = g.add_value(g.unique_name(base), t.dtype(), Shape::of(t.dims()));
   g.values[v].constant = std::make_shared<const Tensor>(std::move(t));

@@ -27,6 +27,11 @@ int sole_consumer(const Graph& g, const std::vector<std::vector<int>>& cons, int
 // Makes every live node (except `except`) read `to` where it read `from`.
 void replace_uses(Graph& g, int from, int to, int except = -1);
 
+// Removes live node `node` whose first output equals its first input, rewiring readers to the
+// input. A graph output keeps its name (the input's producer writes it instead); false, and the
+// node stays, when that cannot be done (the input is a graph input, constant or graph output).
+bool bypass_node(Graph& g, int node);
+
 // Adds a constant value named after base (made unique).
 int add_constant(Graph& g, const std::string& base, Tensor t);
 

@@ -87,6 +87,30 @@ Status fold_step(const Node& n, const OpKernel& op, std::vector<ValueInfo>& info
   return Status::ok();
 }
 
+// Makes the outputs of follows_input steps plain where none of their full-size inputs is
+// blocked, until nothing changes (a demoted value can demote its readers' outputs in turn).
+void demote_followers(const Graph& g, const std::vector<PlanStep>& steps, const std::vector<AccelSupport>& sup,
+                      const std::vector<ValueInfo>& infos, std::vector<Layout>& layouts) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t s = 0; s < steps.size(); ++s) {
+      if (!sup[s].supported || !sup[s].follows_input) continue;
+      const Node& n = g.nodes[steps[s].node];
+      for (int y : n.outputs) {
+        if (y < 0 || layouts[y] != Layout::kBlocked) continue;
+        bool fed = false;
+        for (int x : n.inputs)
+          fed = fed ||
+                (x >= 0 && layouts[x] == Layout::kBlocked && infos[x].shape.concrete() == infos[y].shape.concrete());
+        if (!fed) {
+          layouts[y] = Layout::kPlain;
+          changed = true;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Plan>> make_plan(const Graph& g, const std::vector<std::unique_ptr<OpKernel>>& kernels,
@@ -207,6 +231,7 @@ Result<std::unique_ptr<Plan>> make_plan(const Graph& g, const std::vector<std::u
           ok = ok && sup[c].supported && slot < sup[c].input_blocked_ok.size() && sup[c].input_blocked_ok[slot];
         if (ok) p->layouts[v] = Layout::kBlocked;
       }
+      demote_followers(g, p->steps, sup, p->infos, p->layouts);
       bool redo = false;
       for (size_t s = 0; s < ns && !redo; ++s) {
         if (!sup[s].supported) continue;

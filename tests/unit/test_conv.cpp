@@ -353,7 +353,7 @@ TEST(FusedConvOp, ConvBiasResidualActivation) {
   std::map<std::string, Attribute> a = {{"pads", attr_ints({1, 1, 1, 1})}};
   auto plain = run_op("Conv", a, {x, w, b});
   ASSERT_TRUE(plain.is_ok()) << plain.message();
-  for (std::string act : {"", "Relu", "LeakyRelu", "Clip"}) {
+  for (std::string act : {"", "Relu", "LeakyRelu", "Clip", "Swish"}) {
     SCOPED_TRACE(act);
     auto fa = a;
     fa["activation"] = attr_s(act);
@@ -371,6 +371,7 @@ TEST(FusedConvOp, ConvBiasResidualActivation) {
       if (act == "Relu") v = std::max(v, 0.f);
       if (act == "LeakyRelu") v = v < 0 ? 0.2f * v : v;
       if (act == "Clip") v = std::min(std::max(v, -0.5f), 0.5f);
+      if (act == "Swish") v = static_cast<float>(v / (1.0 + std::exp(-double(v))));  // alpha defaults to 1
       e[i] = v;
     }
     EXPECT_LT(normalized_error(fused.value()[0], expect), 1e-6);

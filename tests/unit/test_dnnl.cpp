@@ -5,7 +5,9 @@
 #include <random>
 
 #include "backends/cpu/backend.h"
+#include "graph/infer.h"
 #include "op_test_util.h"
+#include "plan/plan.h"
 
 namespace infera::test {
 namespace {
@@ -623,6 +625,55 @@ TEST(DnnlLayout, Describe) {
   const std::string d = dnnl_describe();
   EXPECT_NE(d.find("oneDNN"), std::string::npos) << d;
   EXPECT_NE(d.find("conv 3x3"), std::string::npos) << d;
+}
+
+// Elementwise ops follow their input's layout: on NHWC-ordered tensors (after a Transpose) a
+// blocked output between two elementwise ops would only add reorders, so it stays plain.
+TEST(DnnlLayout, ElementwiseFollowsInput) {
+  Graph g;
+  g.opset = 17;
+  auto value = [&](const char* name) { return g.add_value(name); };
+  auto node = [&](const char* op, std::vector<int> ins, int out, std::map<std::string, Attribute> attrs = {}) {
+    Node n;
+    n.name = op + std::to_string(g.nodes.size());
+    n.op_type = op;
+    n.inputs = std::move(ins);
+    n.outputs = {out};
+    n.attrs = std::move(attrs);
+    g.add_node(std::move(n));
+  };
+  auto constant = [&](const char* name, Tensor t) {
+    int v = g.add_value(name, t.dtype(), Shape::of(t.dims()));
+    g.values[v].constant = std::make_shared<const Tensor>(std::move(t));
+    return v;
+  };
+  int x = g.add_value("x", DataType::kFloat32, Shape::of({1, 8, 6, 6}));
+  g.inputs.push_back(x);
+  int c1 = value("c1"), r1 = value("r1"), y1 = value("y1"), t = value("t"), a = value("a"), s = value("s");
+  int u = value("u"), y2 = value("y2");
+  node("Conv", {x, constant("w1", random_tensor({8, 8, 1, 1}, 1))}, c1);
+  node("Relu", {c1}, r1);  // blocked input: blocked output
+  node("Conv", {r1, constant("w2", random_tensor({8, 8, 1, 1}, 2))}, y1);
+  node("Transpose", {x}, t, {{"perm", attr_ints({0, 2, 3, 1})}});
+  node("Add", {t, constant("eps", random_tensor({1}, 3))}, a);  // plain input: plain output
+  node("Sqrt", {a}, s);
+  node("Transpose", {s}, u, {{"perm", attr_ints({0, 3, 1, 2})}});
+  node("Conv", {u, constant("w3", random_tensor({8, 8, 1, 1}, 4))}, y2);
+  g.outputs = {y1, y2};
+  ASSERT_TRUE(infer_graph(g).is_ok());
+  std::vector<std::unique_ptr<OpKernel>> kernels;
+  for (const Node& n : g.nodes) {
+    auto k = make_kernel(n, g.opset);
+    ASSERT_TRUE(k.is_ok()) << k.message();
+    kernels.push_back(k.take());
+  }
+  auto p = make_plan(g, kernels, {{1, 8, 6, 6}}, true, 1);
+  ASSERT_TRUE(p.is_ok()) << p.message();
+  const auto& l = p.value()->layouts;
+  EXPECT_EQ(l[c1], Layout::kBlocked);
+  EXPECT_EQ(l[r1], Layout::kBlocked);
+  EXPECT_EQ(l[a], Layout::kPlain);
+  EXPECT_EQ(l[s], Layout::kPlain);
 }
 
 }  // namespace

@@ -496,8 +496,18 @@ TEST(ElementwiseActivation, MatchesKernels) {
     ASSERT_TRUE(apply_activation(c.op, c.alpha, c.beta, y.data_as<float>(), y.numel())) << c.op;
     EXPECT_EQ(normalized_error(y, k[0]), 0) << c.op;
   }
+  // Swish (SiLU at alpha 1) has no ONNX op before opset 22: compare with x * sigmoid(alpha x) in double.
+  for (float alpha : {1.f, 1.5f}) {
+    Tensor y = x.clone(), ref = x.clone();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      double v = x.data_as<float>()[i];
+      ref.data_as<float>()[i] = static_cast<float>(v / (1.0 + std::exp(-alpha * v)));
+    }
+    ASSERT_TRUE(apply_activation("Swish", alpha, 0, y.data_as<float>(), y.numel()));
+    EXPECT_LT(normalized_error(y, ref), 1e-6) << alpha;
+  }
   Tensor y = x.clone();
-  EXPECT_FALSE(apply_activation("Swish", 0, 0, y.data_as<float>(), y.numel()));
+  EXPECT_FALSE(apply_activation("Bogus", 0, 0, y.data_as<float>(), y.numel()));
   EXPECT_EQ(normalized_error(y, x), 0);
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 
 #include "graph/infer.h"
 #include "op_test_util.h"
@@ -17,6 +18,7 @@ Tensor i64s(std::vector<int64_t> dims, std::vector<int64_t> v) {
   return make_tensor<int64_t>(DataType::kInt64, dims, v);
 }
 Tensor f32s(std::vector<int64_t> dims, std::vector<float> v) { return make_tensor<float>(kF32, dims, v); }
+int64_t big_end() { return std::numeric_limits<int64_t>::max(); }
 Tensor scalar_bool(bool b) { return make_tensor<bool>(DataType::kBool, {}, {b}); }
 
 struct Builder {
@@ -351,6 +353,59 @@ TEST(PassEliminateDeadNodes, DropsUnreachable) {
   EXPECT_EQ(ops_of(b.g), std::vector<std::string>{"Relu"});
 }
 
+// ------------------------------------------------------------------ eliminate_noops
+
+TEST(PassEliminateNoops, RemovesProvableNoops) {
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  Builder b;
+  int x = b.input("x", Shape({Dim::sym("batch"), Dim(3), Dim(4), Dim(4)}));
+  int p = b.node("Pad", {x, b.constant("pads", i64s({8}, {0, 0, 0, 0, 0, 0, 0, 0}))}, {{"mode", attr_s("constant")}});
+  int s = b.node("Slice", {p, b.constant("st", i64s({3}, {0, -9, 0})), b.constant("en", i64s({3}, {big, 4, 99})),
+                           b.constant("ax", i64s({3}, {0, 2, -1}))});
+  int c = b.node("Cast", {s}, {{"to", attr_i(1)}});
+  int e = b.node("Expand", {c, b.constant("shape", i64s({3}, {3, 1, 4}))});
+  b.output(b.node("Relu", {e}));
+  b.output(e);  // a graph output keeps its name: the Relu reads it, the input cannot be renamed
+  auto pass = make_eliminate_noops();
+  run_and_compare(b.g, *pass);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"Expand", "Relu"}));
+  EXPECT_EQ(b.g.values[b.g.nodes[0].inputs[0]].name, "x");
+}
+
+TEST(PassEliminateNoops, OutputRenamedOntoProducer) {
+  Builder b;
+  int x = b.input("x", {2, 3});
+  b.output(b.node("Cast", {b.node("Relu", {x})}, {{"to", attr_i(1)}}));
+  auto pass = make_eliminate_noops();
+  run_and_compare(b.g, *pass);
+  EXPECT_EQ(ops_of(b.g), std::vector<std::string>{"Relu"});
+}
+
+TEST(PassEliminateNoops, KeepsWhatMayChangeData) {
+  Builder b;
+  int x = b.input("x", Shape({Dim::sym("batch"), Dim(3), Dim(4)}));
+  auto keep = [&](int v) { b.output(b.node("Relu", {v})); };
+  keep(b.node("Pad", {x, b.constant("p1", i64s({6}, {0, 0, 0, 0, 0, 1}))}));
+  keep(b.node("Slice", {x, b.constant("s1", i64s({1}, {0})), b.constant("e1", i64s({1}, {1000}))}));  // batch
+  keep(b.node("Slice", {x, b.constant("s2", i64s({1}, {1})), b.constant("e2", i64s({1}, {big_end()}))}));
+  keep(b.node("Slice", {x, b.constant("s3", i64s({1}, {0})), b.constant("e3", i64s({1}, {3})),
+                        b.constant("a3", i64s({1}, {2}))}));
+  keep(b.node("Slice", {x, b.constant("s4", i64s({1}, {0})), b.constant("e4", i64s({1}, {4})),
+                        b.constant("a4", i64s({1}, {2})), b.constant("t4", i64s({1}, {2}))}));
+  keep(b.node("Cast", {x}, {{"to", attr_i(11)}}));
+  keep(b.node("Expand", {x, b.constant("sh1", i64s({3}, {2, 3, 4}))}));     // batch might be 1
+  keep(b.node("Expand", {x, b.constant("sh2", i64s({4}, {1, 1, 3, 4}))}));  // adds a dim
+  int y = b.input("y", {2, 3});
+  int sy = b.node("Shape", {y});
+  keep(b.node("Pad", {y, b.node("Concat", {sy, sy}, {{"axis", attr_i(0)}})}));  // pads not constant
+  auto pass = make_eliminate_noops();
+  run_and_compare(b.g, *pass);
+  EXPECT_EQ(count_op(b.g, "Pad"), 2);
+  EXPECT_EQ(count_op(b.g, "Slice"), 4);
+  EXPECT_EQ(count_op(b.g, "Cast"), 1);
+  EXPECT_EQ(count_op(b.g, "Expand"), 2);
+}
+
 // ------------------------------------------------------------------ fold_batchnorm
 
 int add_bn(Builder& b, int x, int c, uint32_t seed) {
@@ -501,6 +556,42 @@ TEST(PassFuseConvActivation, HardSwishAsHardSigmoidTimesX) {
   EXPECT_EQ(b.g.nodes[0].attr_string("activation", ""), "HardSwish");
 }
 
+TEST(PassFuseConvActivation, SwishAsSigmoidTimesX) {
+  Builder b;
+  int x = b.input("x", Shape({Dim::sym("N"), Dim(3), Dim(5), Dim(5)}));
+  int c1 =
+      b.node("Conv", {x, b.constant("W1", random_tensor({4, 3, 3, 3}, 1)), b.constant("B1", random_tensor({4}, 2))});
+  int m1 = b.node("Mul", {c1, b.node("Sigmoid", {c1})});
+  int c2 = b.node("Conv", {m1, b.constant("W2", random_tensor({4, 4, 1, 1}, 3))});
+  int a2 = b.node("Add", {c2, m1});  // residual first, then the gate (operands swapped)
+  int m2 = b.node("Mul", {b.node("Sigmoid", {a2}), a2});
+  int c3 = b.node("Conv", {m2, b.constant("W3", random_tensor({4, 4, 1, 1}, 4))});
+  b.output(b.node("Mul", {c3, b.node("Sigmoid", {c3})}));
+  b.output(c3);  // c3 is read a third time: its Sigmoid * x stays
+  auto p = make_fuse_conv_activation();
+  run_and_compare(b.g, *p);
+  ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"FusedConv", "FusedConv", "Conv", "Sigmoid", "Mul"}));
+  for (int i : {0, 1}) {
+    EXPECT_EQ(b.g.nodes[i].attr_string("activation", ""), "Swish");
+    EXPECT_EQ(b.g.nodes[i].attr_float("activation_alpha", 0.f), 1.f);
+  }
+  EXPECT_EQ(b.g.nodes[1].inputs.size(), 4u);
+  EXPECT_GE(b.g.nodes[1].inputs[3], 0);  // the residual stayed
+}
+
+TEST(PassFuseConvActivation, FusedConvWithoutActivationTakesOne) {
+  Builder b;
+  int x = b.input("x", {1, 3, 5, 5});
+  int f = b.node_n("FusedConv", {x, b.constant("W", random_tensor({3, 3, 1, 1}, 1)), -1, x}, 1,
+                   {{"activation", attr_s("")}}, "com.infera")[0];
+  b.output(b.node("Mul", {b.node("Sigmoid", {f}), f}));
+  auto p = make_fuse_conv_activation();
+  run_and_compare(b.g, *p);
+  ASSERT_EQ(ops_of(b.g), std::vector<std::string>{"FusedConv"});
+  EXPECT_EQ(b.g.nodes[0].attr_string("activation", ""), "Swish");
+  EXPECT_EQ(b.g.nodes[0].inputs[3], b.g.find_value("x"));
+}
+
 TEST(PassFuseConvActivation, GemmAndRefusals) {
   Builder b;
   int x = b.input("x", {3, 5});
@@ -546,7 +637,7 @@ TEST(PassPipeline, SmallCnn) {
   Status st = run_passes(b.g, default_passes(), &reports);
   ASSERT_TRUE(st.is_ok()) << st.message();
   EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"FusedConv", "Reshape", "FusedGemm"}));
-  ASSERT_EQ(reports.size(), 7u);
+  ASSERT_EQ(reports.size(), 8u);
   EXPECT_EQ(reports.front().name, "eliminate_identity");
   EXPECT_EQ(reports.front().nodes_before, original);
   EXPECT_EQ(reports.back().nodes_after, 3u);

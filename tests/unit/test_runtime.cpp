@@ -216,6 +216,33 @@ TEST(Import, RefusesStructuralErrors) {
   m.mutable_graph()->mutable_node(1)->set_output(0, "c");  // relu writes conv's output again
   EXPECT_NE(load_error(m).find("produced twice"), std::string::npos) << load_error(m);
 
+  // Found by fuzzing: a node whose first input is absent ("" or none at all) reached the kernels'
+  // shape inference, which dereferenced it (Resize, Pad, Slice, Shape, Transpose, ...).
+  for (const char* op : {"Resize", "Pad", "Slice", "Shape", "Transpose", "Flatten", "ConstantOfShape"}) {
+    m = small_model();
+    auto* n = m.mutable_graph()->mutable_node(1);
+    n->set_op_type(op);
+    n->set_input(0, "");
+    EXPECT_NE(load_error(m).find("(" + std::string(op) + "): input 0 is required but its name is empty"),
+              std::string::npos)
+        << load_error(m);
+    n->clear_input();
+    EXPECT_NE(load_error(m).find("input 0 is required but the node has no inputs"), std::string::npos) << load_error(m);
+  }
+
+  // Found by fuzzing: Reshape multiplied the target dims without an overflow check (UB).
+  m = small_model();
+  auto* shp = m.mutable_graph()->add_initializer();
+  shp->set_name("shp");
+  shp->set_data_type(onnx::TensorProto::INT64);
+  shp->add_dims(3);
+  for (int64_t d : {int64_t(4), int64_t(1) << 62, int64_t(4)}) shp->add_int64_data(d);
+  m.mutable_graph()->mutable_node(1)->set_op_type("Reshape");
+  m.mutable_graph()->mutable_node(1)->add_input("shp");
+  EXPECT_NE(load_error(m).find("(Reshape): input 'shape' [4,4611686018427387904,4] asks for more than 2^63"),
+            std::string::npos)
+      << load_error(m);
+
   EXPECT_FALSE(import_onnx_bytes("garbage\x01\x02", "", "g.onnx").is_ok());
   std::string good = small_model().SerializeAsString();
   EXPECT_FALSE(import_onnx_bytes(good.substr(0, good.size() / 2), "", "t.onnx").is_ok());

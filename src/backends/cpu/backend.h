@@ -4,7 +4,8 @@
 // Layout: a 4-D float32 value may live in oneDNN's blocked layout (nChw16c on AVX-512,
 // nChw8c otherwise: blocked_channel_block()) between accelerated nodes that accept it.
 // The planner keeps a value blocked iff its producer can write it blocked, every consumer
-// can read it blocked and it is not a graph output; reference kernels only see plain data.
+// can read it blocked and it is not a graph output; reference kernels only see plain data. A
+// follows_input producer's output stays plain unless one of its full-size inputs is blocked.
 #pragma once
 
 #include <memory>
@@ -23,6 +24,9 @@ struct AccelSupport {
   bool supported = false;
   std::vector<bool> input_blocked_ok;   // per input slot: may this input arrive blocked?
   std::vector<bool> output_blocked_ok;  // per output slot: may this output be written blocked?
+  // Elementwise ops: blocking the output only pays when a full-size (output-shaped) input is
+  // blocked too; otherwise it just moves a reorder (e.g. NHWC tensors after a Transpose).
+  bool follows_input = false;
 };
 
 class AccelKernel {

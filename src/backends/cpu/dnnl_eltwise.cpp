@@ -87,6 +87,7 @@ AccelSupport eltwise_query(const AccelRequest& req) {
   AccelSupport s;
   if (!plan_eltwise(req, ops)) return s;
   s.supported = true;
+  s.follows_input = true;
   s.input_blocked_ok = blocked_slots(req.inputs, {0});
   s.output_blocked_ok = blocked_slots(req.outputs, {0});
   return s;
@@ -253,6 +254,7 @@ AccelSupport binary_query(const AccelRequest& req) {
   AccelSupport s;
   if (!plan_binary(req, p)) return s;
   s.supported = true;
+  s.follows_input = true;
   // Blocked only for broadcasts oneDNN has fast blocked kernels for: none, per channel
   // ([N or 1, C, 1, 1]), scalar. Others (e.g. [N,H,W,1] in a channels-last LayerNorm) run
   // plain, collapsed to a per-channel pattern.
