@@ -22,7 +22,9 @@ APT_PACKAGES=(
   libonnx-testdata
   python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-matplotlib python3-venv
 )
-PIP_PACKAGES=(onnxruntime onnx numpy)
+# Pinned: the conformance suite generates node tests from this onnx wheel, and a newer one brings
+# newer opsets; the benchmark records the ORT version it ran against.
+PIP_PACKAGES=(onnxruntime==1.32.0 onnx==1.23.2 numpy==2.4.6)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
