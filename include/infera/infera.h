@@ -121,8 +121,9 @@ struct SessionOptions {
   int num_threads = 0;  // 0 = all cores
   Device device = Device::kCpu;
   Precision precision = Precision::kFp32;
-  bool optimize = true;  // run the graph passes
-  bool use_dnnl = true;  // accelerate hot ops with oneDNN (false = reference kernels only)
+  bool optimize = true;      // run the graph passes
+  bool use_dnnl = true;      // accelerate hot ops with oneDNN (false = reference kernels only)
+  int max_cached_plans = 8;  // plans kept per session, one per input-shape signature (LRU)
 };
 
 // A symbolic dim has value -1 and a name ("batch"); an unknown dim has value -1 and no name.
@@ -183,6 +184,8 @@ class Session {
   Result<PlanReport> prepare(const std::map<std::string, std::vector<int64_t>>& input_shapes);
   // Validates the inputs (names, dtype, rank, static dims), runs, returns the outputs in model order.
   Result<std::vector<Tensor>> run(const std::map<std::string, Tensor>& inputs);
+  // Plans held now (at most SessionOptions::max_cached_plans).
+  size_t cached_plan_count() const;
 
  private:
   explicit Session(std::unique_ptr<SessionImpl> impl);

@@ -20,7 +20,10 @@ class SessionImpl {
   int threads = 1;
   std::vector<IoInfo> inputs, outputs;
   ModelSummary summary;
-  std::map<std::vector<std::vector<int64_t>>, std::unique_ptr<Plan>> plans;
+  // Plans per input-shape signature, with the step at which each was last used: each plan holds
+  // its arena and backend-reordered weights, so at most opts.max_cached_plans are kept (LRU).
+  std::map<std::vector<std::vector<int64_t>>, std::pair<std::unique_ptr<Plan>, uint64_t>> plans;
+  uint64_t clock = 0;
   std::mutex mu;
 
   Status init(Graph g, const SessionOptions& o);
@@ -74,11 +77,21 @@ Status SessionImpl::init(Graph g, const SessionOptions& o) {
 
 Result<Plan*> SessionImpl::plan_for(const std::vector<std::vector<int64_t>>& dims) {
   auto it = plans.find(dims);
-  if (it != plans.end()) return it->second.get();
+  if (it != plans.end()) {
+    it->second.second = ++clock;
+    return it->second.first.get();
+  }
   auto p = make_plan(graph, kernels, dims, opts.use_dnnl, threads);
   if (!p.is_ok()) return p.status();
+  const size_t cap = static_cast<size_t>(std::max(1, opts.max_cached_plans));
+  while (plans.size() >= cap) {
+    auto oldest = plans.begin();
+    for (auto i = plans.begin(); i != plans.end(); ++i)
+      if (i->second.second < oldest->second.second) oldest = i;
+    plans.erase(oldest);
+  }
   Plan* raw = p.value().get();
-  plans[dims] = p.take();
+  plans[dims] = {p.take(), ++clock};
   return raw;
 }
 
@@ -107,6 +120,11 @@ Result<std::unique_ptr<Session>> Session::load_from_memory(const std::string& by
 const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
 const ModelSummary& Session::summary() const { return impl_->summary; }
+
+size_t Session::cached_plan_count() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->plans.size();
+}
 
 // Checks one input's dims against the declared ones; symbolic dims must agree across inputs.
 static Status check_dims(const IoInfo& io, const std::vector<int64_t>& dims, std::map<std::string, int64_t>& symbols) {

@@ -162,6 +162,24 @@ TEST(Session, PlanIsCachedPerShape) {
   EXPECT_LE(r1.value().arena_bytes, r1.value().naive_bytes);
 }
 
+TEST(Session, PlanCacheIsBoundedAndRebuildsEvictedPlans) {
+  SessionOptions o;
+  o.max_cached_plans = 2;
+  auto s = Session::load_from_memory(small_model().SerializeAsString(), "", o);
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  Tensor x1 = test::random_tensor({1, 3, 8, 8}, 3);
+  auto first = s.value()->run({{"x", x1}});
+  ASSERT_TRUE(first.is_ok());
+  for (int64_t b : {2, 3, 4}) {
+    ASSERT_TRUE(s.value()->run({{"x", test::random_tensor({b, 3, 8, 8}, 4)}}).is_ok());
+    EXPECT_LE(s.value()->cached_plan_count(), 2u);
+  }
+  EXPECT_EQ(s.value()->cached_plan_count(), 2u);
+  auto again = s.value()->run({{"x", x1}});  // batch 1's plan was evicted: made again, same answer
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_EQ(0, memcmp(first.value()[0].data(), again.value()[0].data(), first.value()[0].nbytes()));
+}
+
 TEST(Session, InputValidation) {
   auto s = load(small_model());
   ASSERT_TRUE(s);
