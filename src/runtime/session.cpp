@@ -199,6 +199,8 @@ Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& in
   }
   auto p = impl_->plan_for(dims);
   if (!p.is_ok()) return p.status();
+  // OpenMP's thread count is per calling thread: set it here, not only where the session was made.
+  omp_set_num_threads(impl_->threads);
   return execute_plan(impl_->graph, *p.value(), ptrs, impl_->threads);
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "frontend/onnx/import.h"
 #include "op_test_util.h"
@@ -178,6 +179,19 @@ TEST(Session, PlanCacheIsBoundedAndRebuildsEvictedPlans) {
   auto again = s.value()->run({{"x", x1}});  // batch 1's plan was evicted: made again, same answer
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ(0, memcmp(first.value()[0].data(), again.value()[0].data(), first.value()[0].nbytes()));
+}
+
+TEST(Session, RunFromAnotherThreadGivesTheSameBits) {
+  auto s = load(small_model());
+  ASSERT_TRUE(s);
+  Tensor x = test::random_tensor({2, 3, 8, 8}, 11);
+  auto here = s->run({{"x", x}});
+  ASSERT_TRUE(here.is_ok());
+  Result<std::vector<Tensor>> there = Status::error("not run");
+  std::thread t([&] { there = s->run({{"x", x}}); });
+  t.join();
+  ASSERT_TRUE(there.is_ok()) << there.message();
+  EXPECT_EQ(0, memcmp(here.value()[0].data(), there.value()[0].data(), here.value()[0].nbytes()));
 }
 
 TEST(Session, InputValidation) {
