@@ -522,6 +522,7 @@ void register_elementwise_unary_ops(OpRegistry& r) {
       {"IsInf", UnaryOp::kIsInf},
   };
   for (auto& [name, op] : ops) r.add(name, factory_with<UnaryKernel>(op));
+  r.add("Gelu", factory_with<UnaryKernel>(UnaryOp::kGelu), "com.infera");  // made by fuse_gelu at any opset
   r.add("Clip", factory_with<ClipKernel>());
 }
 

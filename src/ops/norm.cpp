@@ -329,7 +329,10 @@ class LrnKernel : public OpKernel {
 
 }  // namespace
 
+void register_layer_norm_ops(OpRegistry& r);  // layer_norm.cpp
+
 void register_norm_ops(OpRegistry& r) {
+  register_layer_norm_ops(r);
   r.add("BatchNormalization", factory_of<BatchNormKernel>());
   r.add("InstanceNormalization", factory_of<InstanceNormKernel>());
   r.add("LRN", factory_of<LrnKernel>());

@@ -22,5 +22,7 @@ std::unique_ptr<Pass> make_eliminate_dead_nodes();
 std::unique_ptr<Pass> make_fold_batchnorm();
 std::unique_ptr<Pass> make_fuse_matmul_add();
 std::unique_ptr<Pass> make_fuse_conv_activation();
+std::unique_ptr<Pass> make_fuse_layer_norm();
+std::unique_ptr<Pass> make_fuse_gelu();
 
 }  // namespace infera

@@ -14,6 +14,8 @@ std::vector<std::unique_ptr<Pass>> default_passes() {
   p.push_back(make_fold_batchnorm());
   p.push_back(make_fuse_matmul_add());
   p.push_back(make_fuse_conv_activation());
+  p.push_back(make_fuse_layer_norm());
+  p.push_back(make_fuse_gelu());
   p.push_back(make_eliminate_dead_nodes());
   return p;
 }

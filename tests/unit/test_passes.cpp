@@ -637,7 +637,7 @@ TEST(PassPipeline, SmallCnn) {
   Status st = run_passes(b.g, default_passes(), &reports);
   ASSERT_TRUE(st.is_ok()) << st.message();
   EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"FusedConv", "Reshape", "FusedGemm"}));
-  ASSERT_EQ(reports.size(), 8u);
+  ASSERT_EQ(reports.size(), 10u);
   EXPECT_EQ(reports.front().name, "eliminate_identity");
   EXPECT_EQ(reports.front().nodes_before, original);
   EXPECT_EQ(reports.back().nodes_after, 3u);
@@ -645,6 +645,81 @@ TEST(PassPipeline, SmallCnn) {
   auto after = eval_graph(b.g, feeds);
   ASSERT_TRUE(after.is_ok()) << after.message();
   EXPECT_LT(normalized_error(after.value()[0], before.value()[0]), 1e-5);
+}
+
+// ------------------------------------------------------------------ fuse_layer_norm / fuse_gelu
+
+// PyTorch 1.13's export of F.layer_norm over the last axis, with optional scale and shift.
+int decomposed_layer_norm(Builder& b, int x, int64_t c, bool affine, int axes_attr = -1) {
+  auto axes = std::map<std::string, Attribute>{{"axes", attr_ints({axes_attr})}};
+  int m = b.node("ReduceMean", {x}, axes);
+  int d = b.node("Sub", {x, m});
+  int p = b.node("Pow", {d, b.constant("two" + std::to_string(b.count), f32s({}, {2.f}))});
+  int v = b.node("ReduceMean", {p}, axes);
+  int ve = b.node("Add", {v, b.constant("eps" + std::to_string(b.count), f32s({}, {1e-6f}))});
+  int n = b.node("Div", {d, b.node("Sqrt", {ve})});
+  if (!affine) return n;
+  int sc = b.node("Mul", {n, b.constant("gamma" + std::to_string(b.count), random_tensor({c}, 5, 0.5f, 1.5f))});
+  return b.node("Add", {sc, b.constant("beta" + std::to_string(b.count), random_tensor({c}, 6))});
+}
+
+TEST(PassFuseLayerNorm, AffineAndPlainPatternsBecomeOneNode) {
+  Builder b(13);
+  int x = b.input("x", Shape({Dim::sym("N"), Dim(5), Dim(8)}));
+  int y1 = decomposed_layer_norm(b, x, 8, true);
+  int y2 = decomposed_layer_norm(b, b.node("Relu", {y1}), 8, false, 2);
+  b.output(y2);
+  auto p = make_fuse_layer_norm();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"LayerNormalization", "Relu", "LayerNormalization"}));
+}
+
+TEST(PassFuseLayerNorm, KeepsPatternWhoseIntermediateIsRead) {
+  Builder b(13);
+  int x = b.input("x", {2, 4});
+  int y = decomposed_layer_norm(b, x, 4, false);
+  b.output(y);
+  b.output(b.g.nodes[1].outputs[0]);  // x - mean is also a graph output
+  auto p = make_fuse_layer_norm();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(count_op(b.g, "LayerNormalization"), 0);
+  EXPECT_EQ(count_op(b.g, "ReduceMean"), 2);
+}
+
+TEST(PassFuseLayerNorm, KeepsNonLastAxis) {
+  Builder b(13);
+  int x = b.input("x", {2, 4, 3});
+  b.output(decomposed_layer_norm(b, x, 4, false, 1));
+  auto p = make_fuse_layer_norm();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(count_op(b.g, "LayerNormalization"), 0);
+}
+
+int decomposed_gelu(Builder& b, int x, float sqrt2 = 1.4142135381698608f) {
+  int dv = b.node("Div", {x, b.constant("sqrt2_" + std::to_string(b.count), f32s({}, {sqrt2}))});
+  int e = b.node("Erf", {dv});
+  int a = b.node("Add", {e, b.constant("one_" + std::to_string(b.count), f32s({}, {1.f}))});
+  int m = b.node("Mul", {x, a});
+  return b.node("Mul", {m, b.constant("half_" + std::to_string(b.count), f32s({}, {0.5f}))});
+}
+
+TEST(PassFuseGelu, ErfPatternBecomesGelu) {
+  Builder b(13);
+  int x = b.input("x", Shape({Dim::sym("N"), Dim(16)}));
+  b.output(decomposed_gelu(b, b.node("Relu", {x})));
+  auto p = make_fuse_gelu();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"Relu", "Gelu"}));
+}
+
+TEST(PassFuseGelu, KeepsOtherConstants) {
+  Builder b(13);
+  int x = b.input("x", {3, 4});
+  b.output(decomposed_gelu(b, x, 2.0f));  // not sqrt(2): not GELU
+  auto p = make_fuse_gelu();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(count_op(b.g, "Gelu"), 0);
+  EXPECT_EQ(count_op(b.g, "Erf"), 1);
 }
 
 class FailingPass : public Pass {

@@ -292,6 +292,7 @@ const Family* family_of(const Node& n) {
     for (const char* e : {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Clip", "HardSigmoid", "HardSwish", "Selu",
                           "Softplus", "Exp", "Log", "Sqrt", "Abs", "Neg", "Mish", "Gelu"})
       t[e] = elt;
+    t["com.infera.Gelu"] = elt;
     for (const char* b : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) t[b] = bin;
     t["Softmax"] = sm;
     t["LogSoftmax"] = sm;
