@@ -13,7 +13,7 @@ Selection is by the ops in each test's graph, not by name (test_reduce_log_sum_*
 test_softmax_cross_entropy_* use ReduceSum/Softmax but test other ops). A test is selected iff
   - every node is a default-domain op in OPS below, and
   - for an `_expanded[_verN]` test (a function op written out in basic ops), the op of its base test is
-    in OPS too (so test_layer_normalization_*_expanded, made of ReduceMean/Sub/..., is not ours), and
+    in OPS too (so test_softmax_cross_entropy_*_expanded, made of Softmax/..., is not ours), and
   - the graph's inputs and outputs are tensors (infera has no sequence or optional values, so
     test_identity_sequence and test_identity_opt are not ours).
 Skips are not decided here: they live in tests/conformance/skips.txt, each with its reason.
