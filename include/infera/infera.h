@@ -135,6 +135,7 @@ struct IoDim {
 struct IoInfo {
   std::string name;
   DataType dtype = DataType::kUndefined;
+  bool rank_known = false;  // false: the model declares no shape (dims is then empty)
   std::vector<IoDim> dims;
 };
 

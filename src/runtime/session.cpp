@@ -36,7 +36,8 @@ static std::vector<IoInfo> io_of(const Graph& g, const std::vector<int>& ids) {
     IoInfo io;
     io.name = g.values[v].name;
     io.dtype = g.values[v].dtype;
-    if (g.values[v].shape.rank_known)
+    io.rank_known = g.values[v].shape.rank_known;
+    if (io.rank_known)
       for (const Dim& d : g.values[v].shape.dims) io.dims.push_back(IoDim{d.value, d.symbol});
     r.push_back(std::move(io));
   }
@@ -133,7 +134,7 @@ static Status check_dims(const IoInfo& io, const std::vector<int64_t>& dims, std
     for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
     return s + "]";
   };
-  if (!io.dims.empty() || dims.empty()) {
+  if (io.rank_known) {
     if (io.dims.size() != dims.size())
       return Status::error("input '" + io.name + "': expected rank " + std::to_string(io.dims.size()) +
                            ", found rank " + std::to_string(dims.size()) + " " + dims_str(dims));

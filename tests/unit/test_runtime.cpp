@@ -194,6 +194,30 @@ TEST(Session, RunFromAnotherThreadGivesTheSameBits) {
   EXPECT_EQ(0, memcmp(here.value()[0].data(), there.value()[0].data(), here.value()[0].nbytes()));
 }
 
+TEST(Session, ScalarInputRefusesAMatrix) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  auto* in = g->add_input();
+  in->set_name("s");
+  in->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  in->mutable_type()->mutable_tensor_type()->mutable_shape();  // rank 0, declared
+  auto* add = g->add_node();
+  add->set_op_type("Add");
+  add->add_input("s");
+  add->add_input("s");
+  add->add_output("y");
+  g->add_output()->set_name("y");
+  auto s = load(m);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->inputs()[0].rank_known);
+  EXPECT_TRUE(s->run({{"s", Tensor::make(DataType::kFloat32, {}).take()}}).is_ok());
+  auto r = s->run({{"s", test::random_tensor({2, 2}, 1)}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.message().find("expected rank 0, found rank 2"), std::string::npos) << r.message();
+}
+
 TEST(Session, InputValidation) {
   auto s = load(small_model());
   ASSERT_TRUE(s);
@@ -207,6 +231,9 @@ TEST(Session, InputValidation) {
   r = s->run({{"x", test::random_tensor({1, 3, 9, 8}, 1)}});
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.message().find("dim 2 must be 8, found 9"), std::string::npos) << r.message();
+  r = s->run({{"x", Tensor::make(DataType::kFloat32, {}).take()}});  // a scalar for a rank-4 input
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.message().find("expected rank 4, found rank 0"), std::string::npos) << r.message();
   r = s->run({{"y", test::random_tensor({1, 3, 8, 8}, 1)}});
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.message().find("unknown input 'y'"), std::string::npos) << r.message();
