@@ -88,20 +88,6 @@ Result<std::vector<Tensor>> evaluate_node(const Node& node, int64_t opset, const
   InferContext ctx(node, opset, in);
   Status s = k.value()->infer(ctx);
   if (!s.is_ok()) return s;
-  std::vector<Tensor> outs(node.outputs.size());
-  std::vector<TensorRef> out_refs(node.outputs.size());
-  std::vector<TensorRef*> op(node.outputs.size(), nullptr);
-  for (size_t o = 0; o < node.outputs.size(); ++o) {
-    if (node.outputs[o] < 0) continue;
-    const ValueInfo& vi = ctx.outputs()[o];
-    if (!vi.shape.fully_known())
-      return Status::error(node.label() + ": output shape " + vi.shape.str() + " unknown after inference");
-    auto t = Tensor::make(vi.dtype, vi.shape.concrete());
-    if (!t.is_ok()) return Status::error(node.label() + ": " + t.message());
-    outs[o] = t.take();
-    out_refs[o] = TensorRef::of(outs[o]);
-    op[o] = &out_refs[o];
-  }
   std::vector<TensorRef> in_refs(inputs.size());
   std::vector<const TensorRef*> ip(inputs.size(), nullptr);
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -109,8 +95,27 @@ Result<std::vector<Tensor>> evaluate_node(const Node& node, int64_t opset, const
     in_refs[i] = TensorRef::of(*inputs[i]);
     ip[i] = &in_refs[i];
   }
-  ComputeContext cctx(node, ip, op, 1);
-  s = k.value()->compute(cctx);
+  return compute_node(node, *k.value(), ip, ctx.outputs());
+}
+
+Result<std::vector<Tensor>> compute_node(const Node& n, const OpKernel& k, const std::vector<const TensorRef*>& inputs,
+                                         const std::vector<ValueInfo>& outputs) {
+  std::vector<Tensor> outs(n.outputs.size());
+  std::vector<TensorRef> out_refs(n.outputs.size());
+  std::vector<TensorRef*> op(n.outputs.size(), nullptr);
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    if (n.outputs[o] < 0) continue;
+    const ValueInfo& vi = outputs[o];
+    if (!vi.shape.fully_known())
+      return Status::error(n.label() + ": output shape " + vi.shape.str() + " unknown after inference");
+    auto t = Tensor::make(vi.dtype, vi.shape.concrete());
+    if (!t.is_ok()) return Status::error(n.label() + ": " + t.message());
+    outs[o] = t.take();
+    out_refs[o] = TensorRef::of(outs[o]);
+    op[o] = &out_refs[o];
+  }
+  ComputeContext ctx(n, inputs, op, 1);
+  Status s = k.compute(ctx);
   if (!s.is_ok()) return s;
   return outs;
 }

@@ -12,6 +12,12 @@ namespace infera {
 // constants keep theirs. Errors name the node, op, tensor and expected vs found value.
 Status infer_graph(Graph& g);
 
+// Runs kernel k of node n on inputs (nullptr = left out; an input whose data k does not read,
+// see OpKernel::needs_data, may have null data) into fresh tensors of the inferred outputs
+// (dtype and fully known shape per slot). Absent outputs come back as empty Tensors.
+Result<std::vector<Tensor>> compute_node(const Node& n, const OpKernel& k, const std::vector<const TensorRef*>& inputs,
+                                         const std::vector<ValueInfo>& outputs);
+
 // Runs one node's reference kernel on host tensors (constant folding, plan-time folding).
 // inputs[i] may be nullptr for an absent optional input. Returns one tensor per output
 // slot (empty Tensor for absent outputs).

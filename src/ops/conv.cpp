@@ -183,18 +183,6 @@ void im2col_tile(const T* x, int64_t cg, const Geom3& g, int64_t j0, int64_t nt,
   }
 }
 
-// dispatch() instantiates every type; these kernels exist for float and double only.
-template <class F>
-bool dispatch_float(DataType dt, F&& f) {
-  if (dt == DataType::kFloat32)
-    f(TypeTag<float>{});
-  else if (dt == DataType::kFloat64)
-    f(TypeTag<double>{});
-  else
-    return false;
-  return true;
-}
-
 struct Epilogue {
   const void* z = nullptr;  // residual, same shape as Y
   std::string activation;   // "" = none
@@ -429,7 +417,7 @@ class ConvKernel : public OpKernel {
     }
     if (Y.numel() == 0) return Status::ok();
     Geom3 g = make_geom(X.dims, yd, W.dims, attrs_, pads);
-    bool ok = dispatch_float(X.dtype, [&](auto tag) {
+    bool ok = dispatch_floats(X.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       if (X.dims[1] == attrs_.group && attrs_.group > 1)
         conv_depthwise<T>(X.ptr<T>(), W.ptr<T>(), B ? B->ptr<T>() : nullptr, Y.ptr<T>(), X.dims, W.dims, g,
@@ -506,7 +494,7 @@ class ConvTransposeKernel : public OpKernel {
       return ctx.error("bias B %s must have %lld values", Shape::of(B->dims).str().c_str(), (long long)yd[1]);
     if (Y.numel() == 0) return Status::ok();
     Geom3 g = make_geom(X.dims, yd, W.dims, attrs_, pads);
-    bool ok = dispatch_float(X.dtype, [&](auto tag) {
+    bool ok = dispatch_floats(X.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       conv_transpose_forward<T>(X.ptr<T>(), W.ptr<T>(), B ? B->ptr<T>() : nullptr, Y.ptr<T>(), X.dims, W.dims, g,
                                 attrs_.group, ctx.num_threads);

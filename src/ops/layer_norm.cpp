@@ -70,7 +70,7 @@ class LayerNormKernel : public OpKernel {
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < x.rank(); ++d) (d < axis ? outer : inner) *= x.dims[d];
     const std::vector<int64_t> tail(x.dims.begin() + axis, x.dims.end());
-    bool ok = dispatch(x.dtype, TypeSet::kFloats, [&](auto tag) {
+    bool ok = dispatch_floats(x.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       std::vector<T> scale = expand<T>(ctx.in(1), tail, T(1));
       std::vector<T> bias = ctx.has_input(2) ? expand<T>(ctx.in(2), tail, T(0)) : std::vector<T>(inner, T(0));

@@ -10,21 +10,10 @@ namespace {
 
 bool is_f32_or_f64(DataType dt) { return dt == DataType::kFloat32 || dt == DataType::kFloat64; }
 
-template <class F>
-bool dispatch_f(DataType dt, F&& f) {
-  if (dt == DataType::kFloat32)
-    f(TypeTag<float>{});
-  else if (dt == DataType::kFloat64)
-    f(TypeTag<double>{});
-  else
-    return false;
-  return true;
-}
-
 // Reads a float32/float64 tensor into doubles.
 bool read_f64(const TensorRef& t, std::vector<double>& out) {
   out.resize(static_cast<size_t>(t.numel()));
-  return dispatch_f(t.dtype, [&](auto tag) {
+  return dispatch_floats(t.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(t.ptr<T>()[i]);
   });
@@ -32,7 +21,7 @@ bool read_f64(const TensorRef& t, std::vector<double>& out) {
 
 bool write_f64(TensorRef& t, const std::vector<double>& v) {
   if (static_cast<size_t>(t.numel()) != v.size()) return false;
-  return dispatch_f(t.dtype, [&](auto tag) {
+  return dispatch_floats(t.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     for (size_t i = 0; i < v.size(); ++i) t.ptr<T>()[i] = static_cast<T>(v[i]);
   });
@@ -123,7 +112,7 @@ class BatchNormKernel : public OpKernel {
       bmean.assign(C, 0.0);
       bvar.assign(C, 0.0);
       const double cnt = static_cast<double>(N * S);
-      dispatch_f(X.dtype, [&](auto tag) {
+      dispatch_floats(X.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         const T* x = X.ptr<T>();
         parallel_for(C, ctx.num_threads, [&](int64_t b, int64_t e) {
@@ -152,7 +141,7 @@ class BatchNormKernel : public OpKernel {
     }
     TensorRef& Y = ctx.out(0);
     if (Y.numel() != X.numel()) return ctx.error("output Y has the wrong size");
-    bool ok = dispatch_f(X.dtype, [&](auto tag) {
+    bool ok = dispatch_floats(X.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* x = X.ptr<T>();
       T* y = Y.ptr<T>();
@@ -234,7 +223,7 @@ class InstanceNormKernel : public OpKernel {
     const int64_t S = N * C > 0 ? X.numel() / (N * C) : 0;
     if (ctx.in(1).numel() != C || ctx.in(2).numel() != C)
       return ctx.error("scale and B must have C = %lld values", (long long)C);
-    bool ok = dispatch_f(X.dtype, [&](auto tag) {
+    bool ok = dispatch_floats(X.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* x = X.ptr<T>();
       const T* sc = ctx.in(1).ptr<T>();
@@ -298,7 +287,7 @@ class LrnKernel : public OpKernel {
     const int64_t S = N * C > 0 ? X.numel() / (N * C) : 0;
     const int64_t lo_off = (size_ - 1) / 2, hi_off = size_ - 1 - lo_off;  // floor / ceil of (size-1)/2
     const double scale = static_cast<double>(alpha_) / static_cast<double>(size_);
-    bool ok = dispatch_f(X.dtype, [&](auto tag) {
+    bool ok = dispatch_floats(X.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* x = X.ptr<T>();
       T* y = ctx.out(0).ptr<T>();

@@ -50,6 +50,19 @@ bool dispatch(DataType dt, TypeSet set, F&& f) {
   return false;
 }
 
+// Calls f(TypeTag<T>{}) for float32/float64 only; unlike dispatch(..., kFloats) the body is
+// instantiated for floating types alone, so it may use float-only code.
+template <class F>
+bool dispatch_floats(DataType dt, F&& f) {
+  if (dt == DataType::kFloat32)
+    f(TypeTag<float>{});
+  else if (dt == DataType::kFloat64)
+    f(TypeTag<double>{});
+  else
+    return false;
+  return true;
+}
+
 // Copies any element type by size (for data-movement ops that do not care about the type).
 template <class F>
 bool dispatch_by_size(size_t elem_size, F&& f) {

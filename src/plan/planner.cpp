@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "graph/infer.h"
 #include "ops/util.h"
 #include "plan/plan.h"
 
@@ -68,22 +69,10 @@ Status fold_step(const Node& n, const OpKernel& op, std::vector<ValueInfo>& info
     }
     ip[i] = &in_refs[i];
   }
-  std::vector<std::shared_ptr<Tensor>> results(n.outputs.size());
-  std::vector<TensorRef> out_refs(n.outputs.size());
-  std::vector<TensorRef*> op_ptrs(n.outputs.size(), nullptr);
-  for (size_t o = 0; o < n.outputs.size(); ++o) {
-    if (n.outputs[o] < 0) continue;
-    auto t = Tensor::make(outs[o].dtype, outs[o].shape.concrete());
-    if (!t.is_ok()) return Status::error(n.label() + ": " + t.message());
-    results[o] = std::make_shared<Tensor>(t.take());
-    out_refs[o] = TensorRef::of(*results[o]);
-    op_ptrs[o] = &out_refs[o];
-  }
-  ComputeContext ctx(n, ip, op_ptrs, 1);
-  Status s = op.compute(ctx);
-  if (!s.is_ok()) return s;
+  auto results = compute_node(n, op, ip, outs);
+  if (!results.is_ok()) return results.status();
   for (size_t o = 0; o < n.outputs.size(); ++o)
-    if (results[o]) outs[o].value = results[o];
+    if (n.outputs[o] >= 0) outs[o].value = std::make_shared<Tensor>(std::move(results.value()[o]));
   return Status::ok();
 }
 

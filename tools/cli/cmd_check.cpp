@@ -10,6 +10,7 @@
 #include <set>
 
 #include "cli.h"
+#include "ops/elementwise.h"
 
 namespace infera::cli {
 
@@ -44,23 +45,11 @@ std::string base_name(std::string p) {
   return s == std::string::npos ? p : p.substr(s + 1);
 }
 
-float half_to_float(uint16_t h) {
-  uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  float v;
-  if (exp == 0)
-    v = std::ldexp(static_cast<float>(man), -24);
-  else if (exp == 31)
-    v = man ? NAN : INFINITY;
-  else
-    v = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
-  return sign ? -v : v;
-}
-
 double element(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
     case DataType::kFloat32: return t.data_as<float>()[i];
     case DataType::kFloat64: return t.data_as<double>()[i];
-    case DataType::kFloat16: return half_to_float(t.data_as<uint16_t>()[i]);
+    case DataType::kFloat16: return infera::half_to_float(t.data_as<uint16_t>()[i]);
     case DataType::kInt8: return t.data_as<int8_t>()[i];
     case DataType::kUInt8:
     case DataType::kBool: return t.data_as<uint8_t>()[i];
