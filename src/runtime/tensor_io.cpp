@@ -1,5 +1,4 @@
 // .npy (format 1.0-3.0, little-endian, C order) and ONNX TensorProto (.pb) tensor files.
-#include <sys/stat.h>
 
 #include <cstring>
 #include <fstream>
@@ -97,17 +96,12 @@ Result<Tensor> load_npy(const std::string& path, const std::string& bytes) {
 }  // namespace
 
 Result<Tensor> load_tensor_file(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return Status::error(path + ": input file not found");
-  if (!S_ISREG(st.st_mode)) return Status::error(path + ": input is not a regular file");
-  if (st.st_size > (int64_t(1) << 34)) return Status::error(path + ": input file larger than 16 GiB");
-  std::ifstream f(path, std::ios::binary);
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  f.read(bytes.data(), st.st_size);
-  if (!f && st.st_size) return Status::error(path + ": cannot read input file");
+  auto read = read_binary_file(path, "input file", int64_t(1) << 34);
+  if (!read.is_ok()) return read.status();
+  const std::string& bytes = read.value();
   if (bytes.size() >= 6 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0) return load_npy(path, bytes);
   if (path.size() >= 4 && path.substr(path.size() - 4) == ".npy") return load_npy(path, bytes);
-  return load_tensor_pb(path);
+  return tensor_from_pb_bytes(bytes, path);
 }
 
 Status save_npy(const std::string& path, const Tensor& t) {

@@ -20,19 +20,6 @@ namespace {
 
 constexpr int64_t kMaxModelBytes = int64_t(2) << 30;  // protobuf's own limit
 
-Result<std::string> read_file(const std::string& path, const char* what) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return Status::error(path + ": " + what + " not found");
-  if (!S_ISREG(st.st_mode)) return Status::error(path + ": " + what + " is not a regular file");
-  if (st.st_size >= kMaxModelBytes) return Status::error(path + ": " + what + " larger than 2 GiB");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status::error(path + ": cannot open " + what);
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  f.read(bytes.data(), st.st_size);
-  if (f.gcount() != st.st_size) return Status::error(path + ": short read of " + what);
-  return bytes;
-}
-
 template <class Proto>
 bool parse_proto(Proto& p, const std::string& bytes) {
   google::protobuf::io::ArrayInputStream ais(bytes.data(), static_cast<int>(bytes.size()));
@@ -188,6 +175,20 @@ Result<Attribute> attr_from_proto(const onnx::AttributeProto& ap, const std::str
 
 }  // namespace
 
+Result<std::string> read_binary_file(const std::string& path, const std::string& what, int64_t max_bytes) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return Status::error(path + ": " + what + " not found");
+  if (!S_ISREG(st.st_mode)) return Status::error(path + ": " + what + " is not a regular file");
+  if (st.st_size > max_bytes)
+    return Status::error(path + ": " + what + " larger than " + std::to_string((max_bytes + 1) >> 30) + " GiB");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::error(path + ": cannot open " + what);
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  f.read(bytes.data(), st.st_size);
+  if (f.gcount() != st.st_size) return Status::error(path + ": short read of " + what);
+  return bytes;
+}
+
 Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string& model_dir, const std::string& what) {
   DataType dt = static_cast<DataType>(tp.data_type());
   if (!dtype_supported(dt))
@@ -259,16 +260,22 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
   return t;
 }
 
-Result<Tensor> load_tensor_pb(const std::string& path) {
-  auto bytes = read_file(path, "tensor file");
-  if (!bytes.is_ok()) return bytes.status();
+Result<Tensor> tensor_from_pb_bytes(const std::string& bytes, const std::string& path) {
+  if (static_cast<int64_t>(bytes.size()) >= kMaxModelBytes)
+    return Status::error(path + ": tensor file larger than 2 GiB");
   onnx::TensorProto tp;
-  if (!parse_proto(tp, bytes.value())) return Status::error(path + ": not a valid ONNX TensorProto file");
+  if (!parse_proto(tp, bytes)) return Status::error(path + ": not a valid ONNX TensorProto file");
   return tensor_from_proto(tp, "", path);
 }
 
+Result<Tensor> load_tensor_pb(const std::string& path) {
+  auto bytes = read_binary_file(path, "tensor file", kMaxModelBytes - 1);
+  if (!bytes.is_ok()) return bytes.status();
+  return tensor_from_pb_bytes(bytes.value(), path);
+}
+
 Result<Graph> import_onnx_file(const std::string& path) {
-  auto bytes = read_file(path, "model file");
+  auto bytes = read_binary_file(path, "model file", kMaxModelBytes - 1);
   if (!bytes.is_ok()) return bytes.status();
   std::string dir = ".";
   size_t slash = path.find_last_of('/');
