@@ -19,6 +19,7 @@ fail() { echo "setup_debian.sh: $1 (log: $log)" >&2; tail -n 20 "$log" >&2; exit
 APT_PACKAGES=(
   cmake g++ make git pkg-config ccache clang-format
   libonnx-dev libprotobuf-dev protobuf-compiler libdnnl-dev libgtest-dev libbenchmark-dev
+  ocl-icd-opencl-dev opencl-headers
   libonnx-testdata
   python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-matplotlib python3-venv
 )
