@@ -1,5 +1,7 @@
-// Infera public C++ API: load an ONNX CNN, run it on the CPU (GPU backends come later).
-// Small and stable: Status/Result, DataType, Tensor, SessionOptions, Session.
+// Infera public C++ API: load an ONNX CNN, optimize it, run it on a device.
+// Small and stable: Status/Result, DataType, Device, Tensor, SessionOptions, Session.
+// Thread safety: a Session may be run from many threads at once (Session::run); everything
+// else that mutates a Session (none today besides run/prepare) says so.
 #pragma once
 
 #include <cstddef>
@@ -8,49 +10,92 @@
 #include <memory>
 #include <string>
 #include <utility>
-#include <variant>
 #include <vector>
 
 namespace infera {
 
+// The library version ("0.2.0"), from the CMake project version.
+const char* version();
+
 // ---------------------------------------------------------------- Status / Result
-// Errors are values: every public function returns a Status or a Result<T> whose
-// message names the file, node, tensor and the expected vs found value.
+// Errors are values: every public function returns a Status or a Result<T> whose message
+// names the file, node, tensor and the expected vs found value, and whose code says which
+// kind of failure it was. No exception escapes the API.
+enum class StatusCode : int {
+  kOk = 0,
+  kInvalidModel,  // the model file is malformed, inconsistent or uses what its opset forbids
+  kInvalidInput,  // an input tensor, shape, option or argument is wrong
+  kUnsupported,   // valid, but not implemented here (an op, a precision, a device)
+  kOutOfMemory,   // host or device memory (or a configured limit) exhausted
+  kDeviceError,   // a device runtime or library call failed
+  kIo,            // a file could not be read or written
+  kInternal,      // a bug in infera: please report it
+};
+const char* status_code_name(StatusCode c);  // "invalid model", ...
+
 class Status {
  public:
   Status() = default;
   static Status ok() { return Status(); }
-  static Status error(std::string msg) {
-    Status s;
-    s.failed_ = true;
-    s.msg_ = std::move(msg);
-    return s;
-  }
-  bool is_ok() const { return !failed_; }
+  // The message becomes one safe line: control characters (and C1 controls / invalid UTF-8)
+  // are escaped as \xNN and it is capped at kMaxMessage bytes.
+  static Status error(StatusCode code, std::string msg);
+  // An error whose code the API boundary fills in from context (kInvalidModel while loading,
+  // kInvalidInput while running): internal code that has no better code uses this.
+  static Status error(std::string msg);
+  static constexpr size_t kMaxMessage = 2048;
+
+  bool is_ok() const { return code_ == StatusCode::kOk; }
+  // kOk for success; never the unset code once returned by a public function.
+  StatusCode code() const { return code_ == kUnset ? StatusCode::kInternal : code_; }
   const std::string& message() const { return msg_; }
+  // This status with `prefix` before its message, keeping its code.
+  Status prefixed(const std::string& prefix) const;
+  // The code given where none was set (used at API boundaries).
+  Status or_code(StatusCode c) const;
+  bool code_set() const { return code_ != kUnset; }
 
  private:
-  bool failed_ = false;
+  static constexpr StatusCode kUnset = static_cast<StatusCode>(-1);
+  StatusCode code_ = StatusCode::kOk;
   std::string msg_;
 };
 
+// A value or an error. value()/take() on an error are a programming error: debug builds
+// assert; release builds return a value-initialized T held by the Result (never UB). T must
+// be default-constructible.
 template <class T>
 class Result {
  public:
-  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {}  // NOLINT: must be an error
-  bool is_ok() const { return v_.index() == 0; }
-  T& value() { return std::get<0>(v_); }
-  const T& value() const { return std::get<0>(v_); }
-  T&& take() { return std::move(std::get<0>(v_)); }
-  Status status() const { return is_ok() ? Status::ok() : std::get<1>(v_); }
-  const std::string& message() const {
-    static const std::string empty;
-    return is_ok() ? empty : std::get<1>(v_).message();
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
+  Result(Status status) : status_(std::move(status)) {  // NOLINT: must be an error
+    if (status_.is_ok()) status_ = Status::error(StatusCode::kInternal, "Result made from an ok Status");
   }
+  bool is_ok() const { return status_.is_ok(); }
+  T& value() & {
+    check();
+    return value_;
+  }
+  const T& value() const& {
+    check();
+    return value_;
+  }
+  T take() {
+    check();
+    return std::move(value_);
+  }
+  const Status& status() const { return status_; }
+  StatusCode code() const { return status_.code(); }
+  const std::string& message() const { return status_.message(); }
 
  private:
-  std::variant<T, Status> v_;
+  void check() const {
+#ifndef NDEBUG
+    if (!is_ok()) __builtin_trap();  // value() of an error Result
+#endif
+  }
+  T value_{};
+  Status status_;
 };
 
 // ---------------------------------------------------------------- DataType
@@ -76,20 +121,52 @@ enum class DataType : int {
 size_t dtype_size(DataType t);       // 0 for kUndefined/kString
 const char* dtype_name(DataType t);  // "float32", "int64", ...
 bool dtype_supported(DataType t);    // has a byte size and kernels may see it
-size_t host_memory_bytes();          // physical memory: no single allocation may exceed it
+// Bytes one allocation may take: the smallest of physical memory and the process's limits.
+size_t host_memory_bytes();
+
+// IEEE binary16 and bfloat16 <-> float32 (round to nearest even; NaN stays NaN).
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+float bfloat16_to_float(uint16_t b);
+uint16_t float_to_bfloat16(float f);
+
+// ---------------------------------------------------------------- Device
+struct Device {
+  enum class Kind { kCpu, kGpu };
+  Kind kind = Kind::kCpu;
+  int index = 0;
+
+  static Device cpu() { return Device{}; }
+  static Device gpu(int index = 0) { return Device{Kind::kGpu, index}; }
+  bool is_cpu() const { return kind == Kind::kCpu; }
+  bool is_gpu() const { return kind == Kind::kGpu; }
+  std::string str() const;  // "cpu", "gpu:0"
+  // "cpu", "gpu", "gpu:N"; anything else is kInvalidInput.
+  static Result<Device> parse(const std::string& s);
+  bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+};
+
+enum class Precision { kFp32, kFp16, kInt8, kMixed };
+const char* precision_name(Precision p);  // "fp32", ...
+Result<Precision> parse_precision(const std::string& s);
 
 // ---------------------------------------------------------------- Tensor
-// A dense row-major host tensor that owns (or shares) 64-byte-aligned storage.
+// A dense row-major tensor that owns (or views) storage on a device; owned host storage is
+// 64-byte aligned.
 class Tensor {
  public:
   Tensor() = default;
-  // Allocates zero-initialized storage. Fails on negative dims or byte-size overflow.
+  // Allocates zero-initialized host storage. Fails on negative dims or byte-size overflow
+  // (kInvalidInput) and when the bytes exceed host_memory_bytes() (kOutOfMemory).
   static Result<Tensor> make(DataType dtype, std::vector<int64_t> dims);
-  // Wraps external memory without copying; the caller keeps it alive.
-  static Tensor view(DataType dtype, std::vector<int64_t> dims, void* data);
+  // Wraps external memory without copying; the caller keeps it alive. On a GPU device, data
+  // is a device pointer (sessions on that device read and write it in place).
+  static Tensor view(DataType dtype, std::vector<int64_t> dims, void* data, Device device = Device::cpu());
 
   DataType dtype() const { return dtype_; }
   const std::vector<int64_t>& dims() const { return dims_; }
+  Device device() const { return device_; }
   int rank() const { return static_cast<int>(dims_.size()); }
   int64_t numel() const;
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
@@ -104,26 +181,32 @@ class Tensor {
     return static_cast<const T*>(data_);
   }
   bool empty() const { return dtype_ == DataType::kUndefined; }
-  Tensor clone() const;  // deep copy into fresh storage
+  Tensor clone() const;  // deep copy into fresh host storage (host tensors only)
+  // Element i (row-major) as a double, for any numeric, bool, float16 or bfloat16 host
+  // tensor; kInvalidInput for other dtypes, devices or i out of range.
+  Result<double> element(int64_t i) const;
 
  private:
   DataType dtype_ = DataType::kUndefined;
   std::vector<int64_t> dims_;
+  Device device_;
   std::shared_ptr<void> storage_;
   void* data_ = nullptr;
 };
 
 // ---------------------------------------------------------------- Session
-enum class Device { kCpu };
-enum class Precision { kFp32 };
-
 struct SessionOptions {
-  int num_threads = 0;  // 0 = all cores
-  Device device = Device::kCpu;
+  Device device = Device::cpu();
+  // Only kFp32 runs until the GPU and INT8 work lands; others are kUnsupported at load.
   Precision precision = Precision::kFp32;
+  // Backends in priority order: each step goes to the first that supports it ("dnnl", "ref";
+  // see available_backends()). Empty: the device's default order. "ref" is always appended
+  // (every op has a reference kernel). An unknown name is kInvalidInput at load.
+  std::vector<std::string> backends;
+  int num_threads = 0;       // threads per run, per session (0 = all cores); never process-wide
   bool optimize = true;      // run the graph passes
-  bool use_dnnl = true;      // accelerate hot ops with oneDNN (false = reference kernels only)
   int max_cached_plans = 8;  // plans kept per session, one per input-shape signature (LRU)
+  int max_run_contexts = 0;  // run contexts kept per plan for concurrent runs (0 = cores)
 };
 
 // A symbolic dim has value -1 and a name ("batch"); an unknown dim has value -1 and no name.
@@ -149,23 +232,51 @@ struct ModelSummary {
   int64_t ir_version = 0;
   int64_t opset = 0;
   std::string producer;
-  size_t node_count = 0;                    // after optimization
-  size_t node_count_original = 0;           // as imported
-  std::map<std::string, int> op_histogram;  // as imported
-  int64_t parameter_count = 0;              // elements in float initializers
+  size_t node_count = 0;                              // after optimization
+  size_t node_count_original = 0;                     // as imported
+  std::map<std::string, int> op_histogram;            // as imported
+  std::map<std::string, int> op_histogram_optimized;  // after the passes
+  int64_t parameter_count = 0;                        // elements in float initializers
   std::vector<PassReport> passes;
+};
+
+// One step of a plan: a node run by a backend, or a copy/reorder/cast the planner inserted.
+struct PlanStepInfo {
+  std::string node;     // node name ("" for inserted steps: see op)
+  std::string op;       // "Conv", "com.infera.FusedConv", or "reorder" / "copy" / "cast"
+  std::string backend;  // "dnnl", "ref", ...
+  std::string impl;     // the implementation the backend chose
+  std::vector<std::string> input_formats, output_formats;  // "plain", "nChw16c", ...
+  size_t output_bytes = 0;                                 // bytes of its outputs in their formats
+  bool dynamic = false;                                    // output shapes known only when running
 };
 
 // Figures of the plan made for one set of input shapes.
 struct PlanReport {
-  size_t arena_bytes = 0;        // planned activation arena (64-byte aligned offsets)
-  size_t naive_bytes = 0;        // sum of all activation sizes without reuse
-  size_t weight_bytes = 0;       // constants, including weights reordered by backends
-  size_t steps = 0;              // nodes executed per run
-  size_t accelerated_steps = 0;  // of which run by oneDNN
-  double build_ms = 0;           // time to make this plan
-  double flops = 0;              // multiply-adds x2 of Conv/Gemm/MatMul for these shapes
+  size_t arena_bytes = 0;                                // planned activation memory, all devices (aligned offsets)
+  size_t naive_bytes = 0;                                // sum of all activation sizes without reuse
+  size_t weight_bytes = 0;                               // constants, including weights reordered by backends
+  size_t scratch_bytes = 0;                              // backend scratch per run context (e.g. oneDNN scratchpads)
+  std::map<std::string, size_t> arena_bytes_per_device;  // "cpu" -> bytes
+  size_t steps = 0;                                      // steps executed per run
+  size_t accelerated_steps = 0;                          // steps run by a backend other than "ref"
+  size_t inserted_steps = 0;                             // copies / reorders / casts
+  std::map<std::string, size_t> steps_per_backend;       // "dnnl" -> 120, "ref" -> 3
+  double build_ms = 0;                                   // time to make this plan
+  double flops = 0;                                      // multiply-adds x2 of Conv/Gemm/MatMul for these shapes
+  std::vector<std::vector<int64_t>> output_dims;         // per model output (-1 where data-dependent)
+  std::vector<PlanStepInfo> step_list;                   // in execution order
 };
+
+// What a backend is, for `infera doctor` and tools.
+struct BackendInfo {
+  std::string name;    // "dnnl", "ref"
+  std::string device;  // "cpu", "gpu:0"
+  bool available = false;
+  std::string version;  // library version, e.g. "oneDNN 2.6.3"
+  std::string details;  // multi-line: ISA, probe results, why unavailable
+};
+std::vector<BackendInfo> available_backends();
 
 class SessionImpl;
 
@@ -175,18 +286,25 @@ class Session {
   static Result<std::unique_ptr<Session>> load(const std::string& path, const SessionOptions& opts = {});
   static Result<std::unique_ptr<Session>> load_from_memory(const std::string& bytes, const std::string& model_dir,
                                                            const SessionOptions& opts = {});
-  ~Session();
+  ~Session();  // must not run while another thread is inside run() on this session
 
   const std::vector<IoInfo>& inputs() const;
   const std::vector<IoInfo>& outputs() const;
   const ModelSummary& summary() const;
+  const SessionOptions& options() const;
 
-  // Makes (or finds in the cache) the plan for these input shapes.
+  // Makes (or finds in the cache) the plan for these input shapes. Thread-safe.
   Result<PlanReport> prepare(const std::map<std::string, std::vector<int64_t>>& input_shapes);
-  // Validates the inputs (names, dtype, rank, static dims), runs, returns the outputs in model order.
+  // Validates the inputs (names, dtype, rank, static dims), runs, returns the outputs in model
+  // order. Thread-safe: concurrent runs on one session give the bits of serial runs.
   Result<std::vector<Tensor>> run(const std::map<std::string, Tensor>& inputs);
+  // The same into caller-provided outputs (model order; each of the output's dtype and the
+  // dims this input shape gives, e.g. from prepare().output_dims): written in place.
+  Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>& outputs);
   // Plans held now (at most SessionOptions::max_cached_plans).
   size_t cached_plan_count() const;
+  // Bytes this session has allocated now: weights, arenas and scratch of every run context.
+  size_t allocated_bytes() const;
 
  private:
   explicit Session(std::unique_ptr<SessionImpl> impl);

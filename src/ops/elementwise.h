@@ -44,11 +44,7 @@ void register_elementwise_binary_ops(OpRegistry& r);
 void register_cast_ops(OpRegistry& r);
 
 // ---------------------------------------------------------------- float16 / bfloat16
-// IEEE half and bfloat16 <-> float, round to nearest even (defined in cast.cpp).
-float half_to_float(uint16_t h);
-uint16_t float_to_half(float f);
-float bfloat16_to_float(uint16_t b);
-uint16_t float_to_bfloat16(float f);
+// half_to_float & co. are public (infera.h) and defined in cast.cpp.
 inline bool is_narrow_float(DataType dt) { return dt == DataType::kFloat16 || dt == DataType::kBFloat16; }
 
 // Runs body on ctx's inputs (nullptr where left out) and output 0, with float16/bfloat16 tensors

@@ -1,5 +1,6 @@
 #include <omp.h>
 
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -18,6 +19,7 @@ class SessionImpl {
   std::vector<std::unique_ptr<OpKernel>> kernels;
   SessionOptions opts;
   int threads = 1;
+  bool use_dnnl = true;
   std::vector<IoInfo> inputs, outputs;
   ModelSummary summary;
   // Plans per input-shape signature, with the step at which each was last used: each plan holds
@@ -46,6 +48,18 @@ static std::vector<IoInfo> io_of(const Graph& g, const std::vector<int>& ids) {
 
 Status SessionImpl::init(Graph g, const SessionOptions& o) {
   opts = o;
+  if (!o.device.is_cpu())
+    return Status::error(StatusCode::kUnsupported,
+                         "device " + o.device.str() + " is not available: this build has no GPU backend");
+  if (o.precision != Precision::kFp32)
+    return Status::error(StatusCode::kUnsupported,
+                         std::string("precision ") + precision_name(o.precision) + " is not available yet (fp32 only)");
+  use_dnnl = o.backends.empty();
+  for (const std::string& b : o.backends) {
+    if (b != "dnnl" && b != "ref")
+      return Status::error(StatusCode::kInvalidInput, "unknown backend '" + b + "' (available: dnnl, ref)");
+    if (b == "dnnl") use_dnnl = true;
+  }
   threads = o.num_threads > 0 ? o.num_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   omp_set_num_threads(threads);
   dnnl_set_threads(threads);
@@ -82,7 +96,7 @@ Result<Plan*> SessionImpl::plan_for(const std::vector<std::vector<int64_t>>& dim
     it->second.second = ++clock;
     return it->second.first.get();
   }
-  auto p = make_plan(graph, kernels, dims, opts.use_dnnl, threads);
+  auto p = make_plan(graph, kernels, dims, use_dnnl, threads);
   if (!p.is_ok()) return p.status();
   const size_t cap = static_cast<size_t>(std::max(1, opts.max_cached_plans));
   while (plans.size() >= cap) {
@@ -101,19 +115,19 @@ Session::~Session() = default;
 
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& opts) {
   auto g = import_onnx_file(path);
-  if (!g.is_ok()) return g.status();
+  if (!g.is_ok()) return g.status().or_code(StatusCode::kInvalidModel);
   auto impl = std::make_unique<SessionImpl>();
-  Status s = impl->init(g.take(), opts);
-  if (!s.is_ok()) return s.message().rfind(path, 0) == 0 ? s : Status::error(path + ": " + s.message());
+  Status s = impl->init(g.take(), opts).or_code(StatusCode::kInvalidModel);
+  if (!s.is_ok()) return s.message().rfind(path, 0) == 0 ? s : s.prefixed(path + ": ");
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 
 Result<std::unique_ptr<Session>> Session::load_from_memory(const std::string& bytes, const std::string& model_dir,
                                                            const SessionOptions& opts) {
   auto g = import_onnx_bytes(bytes, model_dir, "<memory>");
-  if (!g.is_ok()) return g.status();
+  if (!g.is_ok()) return g.status().or_code(StatusCode::kInvalidModel);
   auto impl = std::make_unique<SessionImpl>();
-  Status s = impl->init(g.take(), opts);
+  Status s = impl->init(g.take(), opts).or_code(StatusCode::kInvalidModel);
   if (!s.is_ok()) return s;
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
@@ -121,6 +135,14 @@ Result<std::unique_ptr<Session>> Session::load_from_memory(const std::string& by
 const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
 const ModelSummary& Session::summary() const { return impl_->summary; }
+const SessionOptions& Session::options() const { return impl_->opts; }
+
+size_t Session::allocated_bytes() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  size_t n = 0;
+  for (auto& [k, e] : impl_->plans) n += e.first->report.arena_bytes + e.first->report.weight_bytes;
+  return n;
+}
 
 size_t Session::cached_plan_count() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
@@ -168,7 +190,7 @@ Result<PlanReport> Session::prepare(const std::map<std::string, std::vector<int6
     dims.push_back(it->second);
   }
   auto p = impl_->plan_for(dims);
-  if (!p.is_ok()) return p.status();
+  if (!p.is_ok()) return p.status().or_code(StatusCode::kInvalidInput);
   return p.value()->report;
 }
 
@@ -199,10 +221,29 @@ Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& in
     ptrs.push_back(&t);
   }
   auto p = impl_->plan_for(dims);
-  if (!p.is_ok()) return p.status();
+  if (!p.is_ok()) return p.status().or_code(StatusCode::kInvalidInput);
   // OpenMP's thread count is per calling thread: set it here, not only where the session was made.
   omp_set_num_threads(impl_->threads);
-  return execute_plan(impl_->graph, *p.value(), ptrs, impl_->threads);
+  auto r = execute_plan(impl_->graph, *p.value(), ptrs, impl_->threads);
+  if (!r.is_ok()) return r.status().or_code(StatusCode::kInvalidInput);
+  return r;
+}
+
+Status Session::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>& outputs) {
+  auto r = run(inputs);
+  if (!r.is_ok()) return r.status();
+  if (outputs.size() != r.value().size())
+    return Status::error(StatusCode::kInvalidInput, "run: " + std::to_string(outputs.size()) +
+                                                        " output tensors given, the model has " +
+                                                        std::to_string(r.value().size()));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& got = r.value()[i];
+    if (outputs[i].dtype() != got.dtype() || outputs[i].dims() != got.dims() || !outputs[i].data())
+      return Status::error(StatusCode::kInvalidInput, "run: output '" + impl_->outputs[i].name + "' must be " +
+                                                          dtype_name(got.dtype()) + " of the computed dims");
+    if (got.nbytes()) std::memcpy(outputs[i].data(), got.data(), got.nbytes());
+  }
+  return Status::ok();
 }
 
 }  // namespace infera

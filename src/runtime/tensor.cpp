@@ -63,22 +63,26 @@ int64_t Tensor::numel() const {
 }
 
 Result<Tensor> Tensor::make(DataType dtype, std::vector<int64_t> dims) {
-  if (!dtype_supported(dtype)) return Status::error(std::string("unsupported tensor dtype ") + dtype_name(dtype));
+  if (!dtype_supported(dtype))
+    return Status::error(StatusCode::kUnsupported, std::string("unsupported tensor dtype ") + dtype_name(dtype));
   int64_t n = 1;
   for (int64_t d : dims) {
-    if (d < 0) return Status::error("negative tensor dimension " + std::to_string(d));
+    if (d < 0) return Status::error(StatusCode::kInvalidInput, "negative tensor dimension " + std::to_string(d));
     if (d != 0 && n > (int64_t(1) << 40) / d)
-      return Status::error("tensor of " + std::to_string(dims.size()) + " dims is too large (over 2^40 elements)");
+      return Status::error(StatusCode::kInvalidInput,
+                           "tensor of " + std::to_string(dims.size()) + " dims is too large (over 2^40 elements)");
     n *= d;
   }
   size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
   if (bytes > host_memory_bytes())
-    return Status::error("tensor of " + std::to_string(bytes) + " bytes exceeds this machine's memory (" +
-                         std::to_string(host_memory_bytes()) + " bytes)");
+    return Status::error(StatusCode::kOutOfMemory, "tensor of " + std::to_string(bytes) +
+                                                       " bytes exceeds this machine's memory (" +
+                                                       std::to_string(host_memory_bytes()) + " bytes)");
   size_t alloc = (bytes + 63) / 64 * 64;
   if (alloc == 0) alloc = 64;
   void* p = std::aligned_alloc(64, alloc);
-  if (!p) return Status::error("out of memory allocating " + std::to_string(alloc) + " bytes");
+  if (!p)
+    return Status::error(StatusCode::kOutOfMemory, "out of memory allocating " + std::to_string(alloc) + " bytes");
   std::memset(p, 0, alloc);
   Tensor t;
   t.dtype_ = dtype;
@@ -88,20 +92,49 @@ Result<Tensor> Tensor::make(DataType dtype, std::vector<int64_t> dims) {
   return t;
 }
 
-Tensor Tensor::view(DataType dtype, std::vector<int64_t> dims, void* data) {
+Tensor Tensor::view(DataType dtype, std::vector<int64_t> dims, void* data, Device device) {
   Tensor t;
   t.dtype_ = dtype;
+  t.device_ = device;
   t.dims_ = std::move(dims);
   t.data_ = data;
   return t;
 }
 
 Tensor Tensor::clone() const {
+  if (!device_.is_cpu()) return Tensor();
   Result<Tensor> r = make(dtype_, dims_);
   if (!r.is_ok()) return Tensor();
   Tensor t = r.take();
   if (nbytes()) std::memcpy(t.data_, data_, nbytes());
   return t;
+}
+
+Result<double> Tensor::element(int64_t i) const {
+  if (!device_.is_cpu())
+    return Status::error(StatusCode::kInvalidInput, "Tensor::element: the tensor is on " + device_.str());
+  if (i < 0 || i >= numel() || !data_)
+    return Status::error(StatusCode::kInvalidInput, "Tensor::element: index " + std::to_string(i) +
+                                                        " outside a tensor of " + std::to_string(numel()) +
+                                                        " elements");
+  switch (dtype_) {
+    case DataType::kFloat32: return static_cast<double>(data_as<float>()[i]);
+    case DataType::kFloat64: return data_as<double>()[i];
+    case DataType::kFloat16: return static_cast<double>(half_to_float(data_as<uint16_t>()[i]));
+    case DataType::kBFloat16: return static_cast<double>(bfloat16_to_float(data_as<uint16_t>()[i]));
+    case DataType::kInt8: return static_cast<double>(data_as<int8_t>()[i]);
+    case DataType::kUInt8: return static_cast<double>(data_as<uint8_t>()[i]);
+    case DataType::kInt16: return static_cast<double>(data_as<int16_t>()[i]);
+    case DataType::kUInt16: return static_cast<double>(data_as<uint16_t>()[i]);
+    case DataType::kInt32: return static_cast<double>(data_as<int32_t>()[i]);
+    case DataType::kUInt32: return static_cast<double>(data_as<uint32_t>()[i]);
+    case DataType::kInt64: return static_cast<double>(data_as<int64_t>()[i]);
+    case DataType::kUInt64: return static_cast<double>(data_as<uint64_t>()[i]);
+    case DataType::kBool: return data_as<uint8_t>()[i] != 0 ? 1.0 : 0.0;
+    default:
+      return Status::error(StatusCode::kInvalidInput,
+                           std::string("Tensor::element: no numeric value for dtype ") + dtype_name(dtype_));
+  }
 }
 
 }  // namespace infera

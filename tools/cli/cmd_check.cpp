@@ -10,7 +10,6 @@
 #include <set>
 
 #include "cli.h"
-#include "ops/elementwise.h"
 
 namespace infera::cli {
 

@@ -7,7 +7,6 @@
 #include <sstream>
 #include <thread>
 
-#include "backends/cpu/backend.h"
 #include "cli.h"
 
 namespace infera::cli {
@@ -39,7 +38,7 @@ int cmd_doctor(int argc, char** argv) {
   if (!a.positional.empty()) return usage("doctor takes no arguments");
   utsname u{};
   uname(&u);
-  printf("infera 0.1.0 (CPU build; GPU backend: off)\n");
+  printf("infera %s\n", version());
   printf("os         %s %s %s\n", u.sysname, u.release, u.machine);
   std::string model = cpuinfo_field("model name");
   printf("cpu        %s\n", model.empty() ? "unknown" : model.c_str());
@@ -62,8 +61,15 @@ int cmd_doctor(int argc, char** argv) {
   printf("numa       %d node(s)\n", numa);
   long long total = meminfo_kb("MemTotal"), avail = meminfo_kb("MemAvailable");
   printf("memory     %.1f GiB total, %.1f GiB available\n", total / 1048576.0, avail / 1048576.0);
-  printf("%s\n", dnnl_describe().c_str());
-  printf("gpu        none: this build has no GPU backend (configure with -DINFERA_GPU=cuda or hip)\n");
+  bool gpu = false;
+  for (const BackendInfo& b : available_backends()) {
+    printf("backend    %s on %s: %s%s%s\n", b.name.c_str(), b.device.c_str(), b.available ? "available" : "unavailable",
+           b.version.empty() ? "" : ", ", b.version.c_str());
+    std::stringstream ss(b.details);
+    for (std::string line; std::getline(ss, line);) printf("           %s\n", line.c_str());
+    gpu = gpu || b.device != "cpu";
+  }
+  if (!gpu) printf("gpu        none: this build has no GPU backend (configure with -DINFERA_GPU=cuda or hip)\n");
   return kExitOk;
 }
 

@@ -99,12 +99,14 @@ int usage(const std::string& msg) {
 
 bool session_options(Args& a, SessionOptions& o) {
   o.num_threads = static_cast<int>(a.get_int("--threads", 0, 0, 1024));
-  std::string dev = a.get("--device", "cpu"), prec = a.get("--precision", "fp32");
-  if (dev != "cpu" && a.usage_error.empty())
-    a.usage_error = "--device " + dev + " is not available: this build has the CPU backend only (--device cpu)";
-  if (prec != "fp32" && a.usage_error.empty()) a.usage_error = "--precision " + prec + " is not available yet (fp32)";
+  auto dev = Device::parse(a.get("--device", "cpu"));
+  auto prec = parse_precision(a.get("--precision", "fp32"));
+  if (!dev.is_ok() && a.usage_error.empty()) a.usage_error = "--device: " + dev.message();
+  if (!prec.is_ok() && a.usage_error.empty()) a.usage_error = "--precision: " + prec.message();
+  if (dev.is_ok()) o.device = dev.value();
+  if (prec.is_ok()) o.precision = prec.value();
   o.optimize = !a.has("--no-optimize");
-  o.use_dnnl = !a.has("--no-dnnl");
+  if (a.has("--no-dnnl")) o.backends = {"ref"};
   return a.usage_error.empty();
 }
 
@@ -203,7 +205,7 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (cmd == "--version") {
-    puts("infera 0.1.0");
+    printf("infera %s\n", infera::version());
     return kExitOk;
   }
   if (cmd == "run") return cmd_run(argc, argv);
