@@ -207,6 +207,22 @@ struct SessionOptions {
   bool optimize = true;      // run the graph passes
   int max_cached_plans = 8;  // plans kept per session, one per input-shape signature (LRU)
   int max_run_contexts = 0;  // run contexts kept per plan for concurrent runs (0 = cores)
+  // 1: print each plan's steps (backend, implementation) and every backend decline to stderr;
+  // 2: also every kernel made. The INFERA_VERBOSE environment variable sets the default.
+  int verbose = -1;  // -1: from INFERA_VERBOSE (unset = 0)
+};
+
+// The time of one step of one run (RunOptions::profile).
+struct StepTiming {
+  std::string node;     // node name, or "" for an inserted copy/reorder/cast step
+  std::string op;       // as in PlanStepInfo::op
+  std::string backend;  // "dnnl", "ref", ...
+  double ms = 0;        // wall time of the step (device time on a GPU)
+};
+
+struct RunOptions {
+  // When set, filled with one entry per executed step, in execution order (cleared first).
+  std::vector<StepTiming>* profile = nullptr;
 };
 
 // A symbolic dim has value -1 and a name ("batch"); an unknown dim has value -1 and no name.
@@ -300,7 +316,8 @@ class Session {
   Result<std::vector<Tensor>> run(const std::map<std::string, Tensor>& inputs);
   // The same into caller-provided outputs (model order; each of the output's dtype and the
   // dims this input shape gives, e.g. from prepare().output_dims): written in place.
-  Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>& outputs);
+  Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>& outputs,
+             const RunOptions& run_options = {});
   // Plans held now (at most SessionOptions::max_cached_plans).
   size_t cached_plan_count() const;
   // Bytes this session has allocated now: weights, arenas and scratch of every run context.

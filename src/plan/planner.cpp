@@ -287,6 +287,15 @@ Result<std::unique_ptr<Plan>> make_plan(const Graph& g, const std::vector<std::u
     }
     r.flops += node_flops(g.nodes[st.node], p->infos);
   }
+  for (int v : g.outputs) {
+    const Shape& sh = p->infos[v].shape;
+    std::vector<int64_t> d;
+    for (const Dim& dim : sh.dims) d.push_back(dim.value);
+    r.output_dims.push_back(d);
+  }
+  r.steps_per_backend["dnnl"] = r.accelerated_steps;
+  r.steps_per_backend["ref"] = ns - r.accelerated_steps;
+  r.arena_bytes_per_device["cpu"] = arena;
   r.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return p;
 }

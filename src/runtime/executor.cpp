@@ -9,7 +9,8 @@
 namespace infera {
 
 Result<std::vector<Tensor>> execute_plan(const Graph& g, Plan& plan, const std::vector<const Tensor*>& inputs,
-                                         int num_threads) {
+                                         int num_threads, std::vector<StepTiming>* timings) {
+  if (timings) timings->clear();
   const size_t nv = g.values.size();
   std::vector<TensorRef> refs(nv);
   std::vector<Tensor> dynamic_values(nv);
@@ -64,11 +65,16 @@ Result<std::vector<Tensor>> execute_plan(const Graph& g, Plan& plan, const std::
     for (size_t o = 0; o < n.outputs.size(); ++o)
       if (n.outputs[o] >= 0) op[o] = &refs[n.outputs[o]];
     ComputeContext ctx(n, ip, op, num_threads);
-    auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    const bool timed = profile || timings;
+    auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     Status s = st.accel ? st.accel->run(ctx) : st.op->compute(ctx);
     if (!s.is_ok()) return s;
-    if (profile) {
+    if (timed) {
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (timings)
+        timings->push_back(
+            StepTiming{n.name, (n.domain.empty() ? "" : n.domain + ".") + n.op_type, st.accel ? "dnnl" : "ref", ms});
+      if (!profile) continue;
       auto& e = by_kind[(n.domain.empty() ? "" : n.domain + ".") + n.op_type + (st.accel ? " [dnnl]" : " [ref]")];
       e.first += ms;
       e.second++;

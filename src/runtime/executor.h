@@ -9,6 +9,6 @@
 namespace infera {
 
 Result<std::vector<Tensor>> execute_plan(const Graph& g, Plan& plan, const std::vector<const Tensor*>& inputs,
-                                         int num_threads);
+                                         int num_threads, std::vector<StepTiming>* timings = nullptr);
 
 }  // namespace infera

@@ -30,6 +30,7 @@ class SessionImpl {
 
   Status init(Graph g, const SessionOptions& o);
   Result<Plan*> plan_for(const std::vector<std::vector<int64_t>>& dims);
+  Result<std::vector<Tensor>> run(const std::map<std::string, Tensor>& inputs, std::vector<StepTiming>* timings);
 };
 
 static std::vector<IoInfo> io_of(const Graph& g, const std::vector<int>& ids) {
@@ -84,6 +85,8 @@ Status SessionImpl::init(Graph g, const SessionOptions& o) {
     kernels.push_back(k.take());
   }
   summary.node_count = g.nodes.size();
+  for (const Node& n : g.nodes)
+    summary.op_histogram_optimized[n.domain.empty() ? n.op_type : n.domain + "." + n.op_type]++;
   graph = std::move(g);
   inputs = io_of(graph, graph.inputs);
   outputs = io_of(graph, graph.outputs);
@@ -195,6 +198,12 @@ Result<PlanReport> Session::prepare(const std::map<std::string, std::vector<int6
 }
 
 Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& inputs) {
+  return impl_->run(inputs, nullptr);
+}
+
+Result<std::vector<Tensor>> SessionImpl::run(const std::map<std::string, Tensor>& inputs,
+                                             std::vector<StepTiming>* timings) {
+  SessionImpl* impl_ = this;
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (auto& [name, t] : inputs) {
     bool known = false;
@@ -224,13 +233,14 @@ Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& in
   if (!p.is_ok()) return p.status().or_code(StatusCode::kInvalidInput);
   // OpenMP's thread count is per calling thread: set it here, not only where the session was made.
   omp_set_num_threads(impl_->threads);
-  auto r = execute_plan(impl_->graph, *p.value(), ptrs, impl_->threads);
+  auto r = execute_plan(impl_->graph, *p.value(), ptrs, impl_->threads, timings);
   if (!r.is_ok()) return r.status().or_code(StatusCode::kInvalidInput);
   return r;
 }
 
-Status Session::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>& outputs) {
-  auto r = run(inputs);
+Status Session::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>& outputs,
+                    const RunOptions& run_options) {
+  auto r = impl_->run(inputs, run_options.profile);
   if (!r.is_ok()) return r.status();
   if (outputs.size() != r.value().size())
     return Status::error(StatusCode::kInvalidInput, "run: " + std::to_string(outputs.size()) +
