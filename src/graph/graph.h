@@ -12,6 +12,8 @@
 
 namespace infera {
 
+class OpKernel;  // src/ops/op.h: the node's typed op (attributes parsed once, infer, reference)
+
 // A dim is known (value >= 0), symbolic (value -1, named) or unknown (value -1, no name).
 struct Dim {
   int64_t value = -1;
@@ -73,6 +75,9 @@ struct Node {
   std::vector<int> inputs;   // value ids; -1 = optional input left out
   std::vector<int> outputs;  // value ids; -1 = optional output not produced
   std::map<std::string, Attribute> attrs;
+  // The typed op made from op_type/domain/attrs (src/ops/infer.h: attach_ops). Whoever changes a
+  // node's op_type, domain or attrs resets it; a pass may set it directly (typed fused epilogues).
+  std::shared_ptr<const OpKernel> op;
   bool dead = false;  // removed by a pass; dropped by Graph::compact()
 
   bool has_attr(const std::string& k) const { return attrs.count(k) != 0; }

@@ -79,10 +79,10 @@ inline T activation_ref(const Activation& a, T x) {
       return v > be ? be : v;
     }
     case ActKind::kHardSigmoid: return clamp01(al * x + be);
-    case ActKind::kHardSwish: return x * clamp01(x / T(6) + T(0.5));
+    case ActKind::kHardSwish: return x * clamp01(x * (T(1) / T(6)) + T(0.5));
     case ActKind::kElu: return x < T(0) ? al * (std::exp(x) - T(1)) : x;
     case ActKind::kSelu: return x <= T(0) ? be * (al * std::exp(x) - al) : be * x;
-    case ActKind::kCelu: return (x > T(0) ? x : T(0)) + (x < T(0) ? al * (std::exp(x / al) - T(1)) : T(0));
+    case ActKind::kCelu: return x < T(0) ? al * (std::exp(x / al) - T(1)) : x;
     case ActKind::kSoftplus: return x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
     case ActKind::kSoftsign: return x / (T(1) + std::fabs(x));
     case ActKind::kSwish: return x * sigm(al * x);

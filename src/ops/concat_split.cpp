@@ -17,9 +17,9 @@ void copy_blocks(const uint8_t* src, int64_t src_pitch, uint8_t* dst, int64_t ds
 }
 
 // ---------------------------------------------------------------- Concat
-class ConcatKernel : public OpKernel {
+class ConcatKernel : public ConcatOp {
  public:
-  ConcatKernel(const Node& n, int64_t) : axis_(n.attr_int("axis", 0)) {
+  ConcatKernel(const Node& n, int64_t) : ConcatOp(n.attr_int("axis", 0)) {
     if (!n.has_attr("axis")) bad_ = Status::error(node_message(n, "attribute 'axis' is required"));
   }
   Status init() { return bad_; }
@@ -113,7 +113,6 @@ class ConcatKernel : public OpKernel {
   }
 
  private:
-  int64_t axis_;
   Status bad_;
 };
 

@@ -183,16 +183,16 @@ void im2col_tile(const T* x, int64_t cg, const Geom3& g, int64_t j0, int64_t nt,
   }
 }
 
-struct Epilogue {
+// What the reference loops apply after the convolution sum (bias is added first, by them).
+struct ConvTail {
   const void* z = nullptr;  // residual, same shape as Y
-  std::string activation;   // "" = none
-  Activation act = Activation::kIdentity;
-  float alpha = 0, beta = 0;
+  Activation act;
+  bool any() const { return z || !act.is_identity(); }
 };
 
 template <class T>
 void conv_forward(const T* x, const T* w, const T* b, T* y, const std::vector<int64_t>& xd,
-                  const std::vector<int64_t>& wd, const Geom3& g, int64_t group, const Epilogue& ep, int num_threads) {
+                  const std::vector<int64_t>& wd, const Geom3& g, int64_t group, const ConvTail& ep, int num_threads) {
   const int64_t N = xd[0], C = xd[1], M = wd[0];
   const int64_t cg = C / group, mg = M / group;
   const int64_t K = g.k_size(), ckk = cg * K, in_hw = g.in_size(), out_hw = g.out_size();
@@ -233,16 +233,14 @@ void conv_forward(const T* x, const T* w, const T* b, T* y, const std::vector<in
       T* yt = y + (n * M + co0) * out_hw + j0;
       for (int64_t m = 0; m < m1 - m0; ++m) std::fill_n(yt + m * out_hw, nt, b ? b[co0 + m] : T(0));
       gemm_acc<T>(m1 - m0, nt, ckk, w + co0 * ckk, ckk, bmat, ldb, yt, out_hw);
-      if (z || !ep.activation.empty()) {
+      if (ep.any()) {
         for (int64_t m = 0; m < m1 - m0; ++m) {
           T* row = yt + m * out_hw;
           if (z) {
             const T* zr = z + (row - y);
             for (int64_t j = 0; j < nt; ++j) row[j] += zr[j];
           }
-          if constexpr (std::is_same_v<T, float>) {
-            if (!ep.activation.empty()) apply_activation(ep.act, ep.alpha, ep.beta, row, nt);
-          }
+          apply_activation(ep.act, row, nt);
         }
       }
     }
@@ -253,7 +251,7 @@ void conv_forward(const T* x, const T* w, const T* b, T* y, const std::vector<in
 // time so the inner loop runs over contiguous (stride 1) or strided input.
 template <class T>
 void conv_depthwise(const T* x, const T* w, const T* b, T* y, const std::vector<int64_t>& xd,
-                    const std::vector<int64_t>& wd, const Geom3& g, int64_t group, const Epilogue& ep,
+                    const std::vector<int64_t>& wd, const Geom3& g, int64_t group, const ConvTail& ep,
                     int num_threads) {
   const int64_t N = xd[0], C = xd[1], M = wd[0], mg = M / group;
   const int64_t K = g.k_size(), in_hw = g.in_size(), out_hw = g.out_size();
@@ -299,9 +297,7 @@ void conv_depthwise(const T* x, const T* w, const T* b, T* y, const std::vector<
         }
       if (z)
         for (int64_t j = 0; j < out_hw; ++j) yc[j] += z[it * out_hw + j];
-      if constexpr (std::is_same_v<T, float>) {
-        if (!ep.activation.empty()) apply_activation(ep.act, ep.alpha, ep.beta, yc, out_hw);
-      }
+      apply_activation(ep.act, yc, out_hw);
     }
   });
 }
@@ -356,19 +352,26 @@ void conv_transpose_forward(const T* x, const T* w, const T* b, T* y, const std:
 
 // ---------------------------------------------------------------- Conv / FusedConv
 
-class ConvKernel : public OpKernel {
+class ConvKernel : public ConvOp {
  public:
-  ConvKernel(const Node& n, int64_t opset, bool fused) : fused_(fused) {
+  ConvKernel(const Node& n, int64_t opset, bool fused) : ConvOp(fused, {}, {}) {
     init_ = conv_attrs_parse(n, attrs_);
     if (fused_ && init_.is_ok()) {
-      ep_.activation = n.attr_string("activation", "");
-      ep_.alpha = n.attr_float("activation_alpha", default_alpha(ep_.activation));
-      ep_.beta = n.attr_float("activation_beta", default_beta(ep_.activation));
-      if (!ep_.activation.empty() && !parse_activation(ep_.activation, ep_.act))
-        init_ = Status::error(
-            node_message(n, "attribute 'activation': unsupported activation '%s'", ep_.activation.c_str()));
+      // The com.infera attribute form (a model that holds FusedConv nodes, e.g. a saved graph):
+      // parsed once here into the typed activation.
+      const std::string name = n.attr_string("activation", "");
+      if (!name.empty()) {
+        const ActivationDef* d = activation_by_name(name);
+        if (!d || d->kind == ActKind::kIdentity) {
+          init_ = Status::error(node_message(n, "attribute 'activation': unsupported activation '%s'", name.c_str()));
+        } else {
+          act_ = Activation{d->kind, n.attr_float("activation_alpha", d->alpha_default),
+                            n.attr_float("activation_beta", d->beta_default)};
+        }
+      }
     }
   }
+  ConvKernel(const ConvAttrs& a, Activation act) : ConvOp(true, a, act) {}
   Status init() const { return init_; }
 
   Status infer(InferContext& ctx) const override {
@@ -408,7 +411,8 @@ class ConvKernel : public OpKernel {
     const TensorRef* B = ctx.has_input(2) ? &ctx.in(2) : nullptr;
     if (B && (B->rank() != 1 || B->dims[0] != yd[1]))
       return ctx.error("bias B %s must have %lld values", Shape::of(B->dims).str().c_str(), (long long)yd[1]);
-    Epilogue ep = ep_;
+    ConvTail ep;
+    ep.act = act_;
     if (fused_ && ctx.has_input(3)) {
       if (ctx.in(3).dims != yd)
         return ctx.error("residual Z %s must have the output shape %s", Shape::of(ctx.in(3).dims).str().c_str(),
@@ -430,38 +434,20 @@ class ConvKernel : public OpKernel {
     return Status::ok();
   }
 
-  static float default_alpha(const std::string& act) {
-    if (act == "LeakyRelu") return 0.01f;
-    if (act == "HardSigmoid") return 0.2f;
-    if (act == "Elu" || act == "Celu" || act == "ThresholdedRelu" || act == "Swish") return 1.0f;
-    if (act == "Selu") return 1.67326319217681884765625f;
-    if (act == "Clip") return -std::numeric_limits<float>::infinity();
-    return 0.f;
-  }
-  static float default_beta(const std::string& act) {
-    if (act == "HardSigmoid") return 0.5f;
-    if (act == "Selu") return 1.05070102214813232421875f;
-    if (act == "Clip") return std::numeric_limits<float>::infinity();
-    return 0.f;
-  }
-
  private:
   Status init_;
-  bool fused_;
-  ConvAttrs attrs_;
-  Epilogue ep_;
 };
 
-struct ConvOp : ConvKernel {
-  ConvOp(const Node& n, int64_t opset) : ConvKernel(n, opset, false) {}
+struct PlainConvKernel : ConvKernel {
+  PlainConvKernel(const Node& n, int64_t opset) : ConvKernel(n, opset, false) {}
 };
-struct FusedConvOp : ConvKernel {
-  FusedConvOp(const Node& n, int64_t opset) : ConvKernel(n, opset, true) {}
+struct FusedConvKernel : ConvKernel {
+  FusedConvKernel(const Node& n, int64_t opset) : ConvKernel(n, opset, true) {}
 };
 
 // ---------------------------------------------------------------- ConvTranspose
 
-class ConvTransposeKernel : public OpKernel {
+class ConvTransposeKernel : public ConvTransposeOp {
  public:
   ConvTransposeKernel(const Node& n, int64_t opset) { init_ = conv_transpose_attrs_parse(n, attrs_); }
   Status init() const { return init_; }
@@ -505,15 +491,23 @@ class ConvTransposeKernel : public OpKernel {
 
  private:
   Status init_;
-  ConvTransposeAttrs attrs_;
 };
 
 }  // namespace
 
+Epilogue ConvOp::epilogue(const Node& n) const {
+  auto given = [&](size_t i) { return i < n.inputs.size() && n.inputs[i] >= 0; };
+  return Epilogue::make(given(2) ? 2 : -1, fused_ && given(3) ? 3 : -1, act_);
+}
+
+std::shared_ptr<const OpKernel> ConvOp::make_fused(const ConvAttrs& a, Activation act) {
+  return std::make_shared<ConvKernel>(a, act);
+}
+
 void register_conv_ops(OpRegistry& r) {
-  r.add("Conv", factory_of<ConvOp>());
+  r.add("Conv", factory_of<PlainConvKernel>());
   r.add("ConvTranspose", factory_of<ConvTransposeKernel>());
-  r.add("FusedConv", factory_of<FusedConvOp>(), "com.infera");
+  r.add("FusedConv", factory_of<FusedConvKernel>(), "com.infera");
 }
 
 }  // namespace infera

@@ -41,15 +41,14 @@ Status read_window_ints(const Node& n, const char* name, int64_t lo, std::vector
   return Status::ok();
 }
 
-Status conv_attrs_parse(const Node& n, ConvAttrs& a) {
+Status window_attrs_parse(const Node& n, WindowAttrs& a, bool kernel_required) {
   Status s = read_window_ints(n, "kernel_shape", 1, a.kernel_shape);
   if (s.is_ok()) s = read_window_ints(n, "strides", 1, a.strides);
   if (s.is_ok()) s = read_window_ints(n, "dilations", 1, a.dilations);
   if (s.is_ok()) s = read_window_ints(n, "pads", 0, a.pads);
   if (!s.is_ok()) return s;
-  a.group = n.attr_int("group", 1);
-  if (a.group < 1 || a.group > kMaxAttr)
-    return Status::error(node_message(n, "attribute 'group' must be positive, found %lld", (long long)a.group));
+  if (kernel_required && a.kernel_shape.empty())
+    return Status::error(node_message(n, "attribute 'kernel_shape' is required (one value per spatial dim)"));
   std::string ap = n.attr_string("auto_pad", "NOTSET");
   if (!parse_auto_pad(ap, a.auto_pad))
     return Status::error(node_message(n,
@@ -74,6 +73,15 @@ Status conv_attrs_parse(const Node& n, ConvAttrs& a) {
   if (s.is_ok()) s = check_len("dilations", a.dilations, k);
   if (s.is_ok()) s = check_len("pads", a.pads, 2 * k);
   return s;
+}
+
+Status conv_attrs_parse(const Node& n, ConvAttrs& a) {
+  Status s = window_attrs_parse(n, a, false);
+  if (!s.is_ok()) return s;
+  a.group = n.attr_int("group", 1);
+  if (a.group < 1 || a.group > kMaxAttr)
+    return Status::error(node_message(n, "attribute 'group' must be positive, found %lld", (long long)a.group));
+  return Status::ok();
 }
 
 Status conv_transpose_attrs_parse(const Node& n, ConvTransposeAttrs& a) {

@@ -8,35 +8,68 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/activation.h"
 #include "ops/util.h"
 
 namespace infera {
 
 // ---------------------------------------------------------------- activations
-// In-place float activation for fused epilogues. Parameters per op:
-//   LeakyRelu(alpha) Elu(alpha) Clip(alpha=min, beta=max) HardSigmoid(alpha, beta)
-//   Selu(alpha, beta=gamma) Swish(alpha: x * sigmoid(alpha x), SiLU at alpha 1; callers default
-//   alpha to 1); Relu Sigmoid Tanh HardSwish Softplus Identity ignore them.
-// Returns false (data untouched) for an unknown name.
-bool apply_activation(const std::string& op_type, float alpha, float beta, float* data, int64_t n);
+// The unary activation ops (Relu, LeakyRelu, Sigmoid, ... : every kind of the activation table
+// but Clip, whose bounds are inputs from opset 11). Backends read activation() from here.
+class ActivationOp : public OpKernel {
+ public:
+  const Activation& activation() const { return act_; }
 
-enum class Activation {
-  kIdentity,
-  kRelu,
-  kLeakyRelu,
-  kSigmoid,
-  kTanh,
-  kClip,
-  kHardSigmoid,
-  kHardSwish,
-  kElu,
-  kSelu,
-  kSoftplus,
-  kSwish
+ protected:
+  explicit ActivationOp(Activation act) : act_(act) {}
+  Activation act_;
 };
-// Name -> enum for callers that apply the same activation many times (no string compare per call).
-bool parse_activation(const std::string& op_type, Activation& out);
-void apply_activation(Activation act, float alpha, float beta, float* data, int64_t n);
+
+// Clip: opset < 11 bounds from attributes (ONNX defaults: float lowest / max), later from the
+// optional scalar inputs 1 and 2 (absent = no bound).
+class ClipOp : public OpKernel {
+ public:
+  int64_t opset() const { return opset_; }
+  float attr_min() const { return min_attr_; }  // opset < 11
+  float attr_max() const { return max_attr_; }
+
+ protected:
+  ClipOp(int64_t opset, float lo, float hi) : opset_(opset), min_attr_(lo), max_attr_(hi) {}
+  int64_t opset_;
+  float min_attr_, max_attr_;
+};
+
+// Binary elementwise ops with numpy broadcasting.
+// Max/Min/Sum/Mean are variadic (any number of inputs).
+enum class BinaryKind {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kMod,
+  kAnd,
+  kOr,
+  kXor,
+  kEqual,
+  kGreater,
+  kLess,
+  kGreaterOrEqual,
+  kLessOrEqual,
+  kPRelu,
+  kMax,
+  kMin,
+  kSum,
+  kMean,
+};
+class BinaryOp : public OpKernel {
+ public:
+  BinaryKind kind() const { return kind_; }
+
+ protected:
+  explicit BinaryOp(BinaryKind k) : kind_(k) {}
+  BinaryKind kind_;
+};
 
 // Sub-family registration (elementwise.cpp's register_elementwise_ops calls them).
 void register_elementwise_unary_ops(OpRegistry& r);

@@ -11,29 +11,11 @@
 namespace infera {
 namespace {
 
-enum class BinaryOp {
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  kPow,
-  kMod,
-  kAnd,
-  kOr,
-  kXor,
-  kEqual,
-  kGreater,
-  kLess,
-  kGreaterOrEqual,
-  kLessOrEqual,
-  kPRelu,
-};
-
-bool is_comparison(BinaryOp op) {
-  return op == BinaryOp::kEqual || op == BinaryOp::kGreater || op == BinaryOp::kLess ||
-         op == BinaryOp::kGreaterOrEqual || op == BinaryOp::kLessOrEqual;
+bool is_comparison(BinaryKind op) {
+  return op == BinaryKind::kEqual || op == BinaryKind::kGreater || op == BinaryKind::kLess ||
+         op == BinaryKind::kGreaterOrEqual || op == BinaryKind::kLessOrEqual;
 }
-bool is_logic(BinaryOp op) { return op == BinaryOp::kAnd || op == BinaryOp::kOr || op == BinaryOp::kXor; }
+bool is_logic(BinaryKind op) { return op == BinaryKind::kAnd || op == BinaryKind::kOr || op == BinaryKind::kXor; }
 
 // float16/bfloat16 are accepted wherever floats are: computed in float32 (run_in_float32).
 bool in_set(DataType dt, TypeSet s) {
@@ -114,12 +96,12 @@ OpFactory factory_with(Args... args) {
 }
 
 // ---------------------------------------------------------------- BinaryKernel
-class BinaryKernel : public OpKernel {
+class BinaryKernel : public BinaryOp {
  public:
-  BinaryKernel(BinaryOp op, const Node& n, int64_t opset) : op_(op), fmod_(n.attr_int("fmod", 0)) {}
+  BinaryKernel(BinaryKind op, const Node& n, int64_t opset) : BinaryOp(op), op_(op), fmod_(n.attr_int("fmod", 0)) {}
 
   Status init(const Node& n) {
-    if (op_ == BinaryOp::kMod && fmod_ != 0 && fmod_ != 1)
+    if (op_ == BinaryKind::kMod && fmod_ != 0 && fmod_ != 1)
       return Status::error(node_message(n, "attribute 'fmod' must be 0 or 1, found %lld", (long long)fmod_));
     return Status::ok();
   }
@@ -130,7 +112,7 @@ class BinaryKernel : public OpKernel {
     if (is_logic(op_)) {
       if (a != DataType::kBool || b != DataType::kBool)
         return ctx.error("inputs have dtypes %s and %s, expected bool", dtype_name(a), dtype_name(b));
-    } else if (op_ == BinaryOp::kPow) {
+    } else if (op_ == BinaryKind::kPow) {
       if (!in_set(a, TypeSet::kNumeric))
         return ctx.error("input 0 (X) has dtype %s, expected a numeric type", dtype_name(a));
       if (!in_set(b, TypeSet::kNumeric))
@@ -141,7 +123,7 @@ class BinaryKernel : public OpKernel {
       if (b != a) return ctx.error("input 1 has dtype %s, expected %s like input 0", dtype_name(b), dtype_name(a));
     }
     Shape out;
-    if (op_ == BinaryOp::kPRelu) {
+    if (op_ == BinaryKind::kPRelu) {
       // slope broadcasts to X (unidirectional): the result has X's shape.
       const Shape& x = ctx.in(0).shape;
       const Shape& s = ctx.in(1).shape;
@@ -175,12 +157,12 @@ class BinaryKernel : public OpKernel {
  private:
   Status run(ComputeContext& ctx, const TensorRef& a, const TensorRef& b, TensorRef& o) const {
     std::vector<int64_t> dims;
-    if (!broadcast_dims(a.dims, b.dims, dims) || dims != o.dims || (op_ == BinaryOp::kPRelu && dims != a.dims))
+    if (!broadcast_dims(a.dims, b.dims, dims) || dims != o.dims || (op_ == BinaryKind::kPRelu && dims != a.dims))
       return ctx.error("input shapes do not broadcast to the output shape");
-    if ((op_ == BinaryOp::kDiv || op_ == BinaryOp::kMod) && is_integer(b.dtype) && has_zero(b))
+    if ((op_ == BinaryKind::kDiv || op_ == BinaryKind::kMod) && is_integer(b.dtype) && has_zero(b))
       return ctx.error("integer division by zero: input 1 holds a zero");
     const int nt = ctx.num_threads;
-    if (op_ == BinaryOp::kPow) return compute_pow(ctx, a, b, o);
+    if (op_ == BinaryKind::kPow) return compute_pow(ctx, a, b, o);
     bool ok = dispatch(a.dtype, TypeSet::kAll, [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* pa = a.ptr<T>();
@@ -188,45 +170,45 @@ class BinaryKernel : public OpKernel {
       auto run = [&](auto f) { binary_broadcast(pa, a.dims, pb, b.dims, o.ptr<T>(), o.dims, nt, f); };
       auto cmp = [&](auto f) { binary_broadcast(pa, a.dims, pb, b.dims, o.ptr<bool>(), o.dims, nt, f); };
       switch (op_) {
-        case BinaryOp::kEqual: cmp([](T x, T y) { return x == y; }); return;
-        case BinaryOp::kGreater: cmp([](T x, T y) { return x > y; }); return;
-        case BinaryOp::kLess: cmp([](T x, T y) { return x < y; }); return;
-        case BinaryOp::kGreaterOrEqual: cmp([](T x, T y) { return x >= y; }); return;
-        case BinaryOp::kLessOrEqual: cmp([](T x, T y) { return x <= y; }); return;
+        case BinaryKind::kEqual: cmp([](T x, T y) { return x == y; }); return;
+        case BinaryKind::kGreater: cmp([](T x, T y) { return x > y; }); return;
+        case BinaryKind::kLess: cmp([](T x, T y) { return x < y; }); return;
+        case BinaryKind::kGreaterOrEqual: cmp([](T x, T y) { return x >= y; }); return;
+        case BinaryKind::kLessOrEqual: cmp([](T x, T y) { return x <= y; }); return;
         default: break;
       }
       if constexpr (std::is_same_v<T, bool>) {
         switch (op_) {
-          case BinaryOp::kAnd: run([](bool x, bool y) { return x && y; }); break;
-          case BinaryOp::kOr: run([](bool x, bool y) { return x || y; }); break;
-          case BinaryOp::kXor: run([](bool x, bool y) { return x != y; }); break;
+          case BinaryKind::kAnd: run([](bool x, bool y) { return x && y; }); break;
+          case BinaryKind::kOr: run([](bool x, bool y) { return x || y; }); break;
+          case BinaryKind::kXor: run([](bool x, bool y) { return x != y; }); break;
           default: break;
         }
       } else if constexpr (std::is_floating_point_v<T>) {
         switch (op_) {
-          case BinaryOp::kAdd: run([](T x, T y) { return x + y; }); break;
-          case BinaryOp::kSub: run([](T x, T y) { return x - y; }); break;
-          case BinaryOp::kMul: run([](T x, T y) { return x * y; }); break;
-          case BinaryOp::kDiv: run([](T x, T y) { return x / y; }); break;
-          case BinaryOp::kMod:
+          case BinaryKind::kAdd: run([](T x, T y) { return x + y; }); break;
+          case BinaryKind::kSub: run([](T x, T y) { return x - y; }); break;
+          case BinaryKind::kMul: run([](T x, T y) { return x * y; }); break;
+          case BinaryKind::kDiv: run([](T x, T y) { return x / y; }); break;
+          case BinaryKind::kMod:
             if (fmod_)
               run([](T x, T y) { return std::fmod(x, y); });
             else
               run([](T x, T y) { return py_mod(x, y); });  // opset < 23 requires fmod=1; newer allow 0
             break;
-          case BinaryOp::kPRelu: run([](T x, T s) { return x < T(0) ? x * s : x; }); break;
+          case BinaryKind::kPRelu: run([](T x, T s) { return x < T(0) ? x * s : x; }); break;
           default: break;
         }
       } else {
         switch (op_) {
-          case BinaryOp::kAdd: run([](T x, T y) { return wrap_add(x, y); }); break;
-          case BinaryOp::kSub: run([](T x, T y) { return wrap_sub(x, y); }); break;
-          case BinaryOp::kMul: run([](T x, T y) { return wrap_mul(x, y); }); break;
-          case BinaryOp::kPRelu: run([](T x, T s) { return x < T(0) ? wrap_mul(x, s) : x; }); break;
-          case BinaryOp::kDiv:  // truncates toward zero, as C; MIN / -1 wraps instead of trapping
+          case BinaryKind::kAdd: run([](T x, T y) { return wrap_add(x, y); }); break;
+          case BinaryKind::kSub: run([](T x, T y) { return wrap_sub(x, y); }); break;
+          case BinaryKind::kMul: run([](T x, T y) { return wrap_mul(x, y); }); break;
+          case BinaryKind::kPRelu: run([](T x, T s) { return x < T(0) ? wrap_mul(x, s) : x; }); break;
+          case BinaryKind::kDiv:  // truncates toward zero, as C; MIN / -1 wraps instead of trapping
             run([](T x, T y) { return y == T(-1) ? wrap_sub(T(0), x) : T(x / y); });
             break;
-          case BinaryOp::kMod:
+          case BinaryKind::kMod:
             if (fmod_) {
               run([](T x, T y) { return y == T(-1) ? T(0) : T(x % y); });  // sign of the dividend
             } else {
@@ -288,21 +270,20 @@ class BinaryKernel : public OpKernel {
     return Status::ok();
   }
 
-  BinaryOp op_;
+  BinaryKind op_;
   int64_t fmod_;
 };
 
 // ---------------------------------------------------------------- Max Min Sum Mean
-enum class VariadicOp { kMax, kMin, kSum, kMean };
 
-class VariadicKernel : public OpKernel {
+class VariadicKernel : public BinaryOp {
  public:
-  VariadicKernel(VariadicOp op, const Node&, int64_t) : op_(op) {}
+  VariadicKernel(BinaryKind op, const Node&, int64_t) : BinaryOp(op), op_(op) {}
   Status init(const Node&) { return Status::ok(); }
 
   Status infer(InferContext& ctx) const override {
     if (ctx.num_inputs() < 1) return ctx.error("at least one input is required");
-    const TypeSet set = (op_ == VariadicOp::kMax || op_ == VariadicOp::kMin) ? TypeSet::kNumeric : TypeSet::kFloats;
+    const TypeSet set = (op_ == BinaryKind::kMax || op_ == BinaryKind::kMin) ? TypeSet::kNumeric : TypeSet::kFloats;
     if (!ctx.has_input(0)) return ctx.error("input 0 is required");
     const DataType dt = ctx.in(0).dtype;
     if (!in_set(dt, set))
@@ -349,10 +330,10 @@ class VariadicKernel : public OpKernel {
       auto step = [&](const T* a, const std::vector<int64_t>& ad, const TensorRef& b) {
         const T* pb = b.ptr<T>();
         switch (op_) {
-          case VariadicOp::kMax:
+          case BinaryKind::kMax:
             binary_broadcast(a, ad, pb, b.dims, po, o.dims, nt, [](T x, T y) { return max_nan(x, y); });
             break;
-          case VariadicOp::kMin:
+          case BinaryKind::kMin:
             binary_broadcast(a, ad, pb, b.dims, po, o.dims, nt, [](T x, T y) { return min_nan(x, y); });
             break;
           default:
@@ -372,7 +353,7 @@ class VariadicKernel : public OpKernel {
         for (size_t i = 2; i < k; ++i) step(po, o.dims, *ins[i]);  // accumulates in place
       }
       if constexpr (std::is_floating_point_v<T>) {
-        if (op_ == VariadicOp::kMean && k > 1) {
+        if (op_ == BinaryKind::kMean && k > 1) {
           const T count = T(k);
           const int64_t n = o.numel();
           for (int64_t i = 0; i < n; ++i) po[i] /= count;
@@ -383,7 +364,7 @@ class VariadicKernel : public OpKernel {
     return Status::ok();
   }
 
-  VariadicOp op_;
+  BinaryKind op_;
 };
 
 // ---------------------------------------------------------------- Where
@@ -453,28 +434,28 @@ class WhereKernel : public OpKernel {
 }  // namespace
 
 void register_elementwise_binary_ops(OpRegistry& r) {
-  static const std::pair<const char*, BinaryOp> ops[] = {
-      {"Add", BinaryOp::kAdd},
-      {"Sub", BinaryOp::kSub},
-      {"Mul", BinaryOp::kMul},
-      {"Div", BinaryOp::kDiv},
-      {"Pow", BinaryOp::kPow},
-      {"Mod", BinaryOp::kMod},
-      {"And", BinaryOp::kAnd},
-      {"Or", BinaryOp::kOr},
-      {"Xor", BinaryOp::kXor},
-      {"Equal", BinaryOp::kEqual},
-      {"Greater", BinaryOp::kGreater},
-      {"Less", BinaryOp::kLess},
-      {"GreaterOrEqual", BinaryOp::kGreaterOrEqual},
-      {"LessOrEqual", BinaryOp::kLessOrEqual},
-      {"PRelu", BinaryOp::kPRelu},
+  static const std::pair<const char*, BinaryKind> ops[] = {
+      {"Add", BinaryKind::kAdd},
+      {"Sub", BinaryKind::kSub},
+      {"Mul", BinaryKind::kMul},
+      {"Div", BinaryKind::kDiv},
+      {"Pow", BinaryKind::kPow},
+      {"Mod", BinaryKind::kMod},
+      {"And", BinaryKind::kAnd},
+      {"Or", BinaryKind::kOr},
+      {"Xor", BinaryKind::kXor},
+      {"Equal", BinaryKind::kEqual},
+      {"Greater", BinaryKind::kGreater},
+      {"Less", BinaryKind::kLess},
+      {"GreaterOrEqual", BinaryKind::kGreaterOrEqual},
+      {"LessOrEqual", BinaryKind::kLessOrEqual},
+      {"PRelu", BinaryKind::kPRelu},
   };
   for (auto& [name, op] : ops) r.add(name, factory_with<BinaryKernel>(op));
-  r.add("Max", factory_with<VariadicKernel>(VariadicOp::kMax));
-  r.add("Min", factory_with<VariadicKernel>(VariadicOp::kMin));
-  r.add("Sum", factory_with<VariadicKernel>(VariadicOp::kSum));
-  r.add("Mean", factory_with<VariadicKernel>(VariadicOp::kMean));
+  r.add("Max", factory_with<VariadicKernel>(BinaryKind::kMax));
+  r.add("Min", factory_with<VariadicKernel>(BinaryKind::kMin));
+  r.add("Sum", factory_with<VariadicKernel>(BinaryKind::kSum));
+  r.add("Mean", factory_with<VariadicKernel>(BinaryKind::kMean));
   r.add("Where", factory_with<WhereKernel>());
 }
 

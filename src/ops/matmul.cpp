@@ -241,13 +241,13 @@ class MatMulKernel : public OpKernel {
 };
 
 // ------------------------------------------------------------------------------- Gemm
-struct GemmAttrs {
-  bool trans_a = false, trans_b = false;
-  float alpha = 1.f, beta = 1.f;
-};
-
-class GemmKernel : public OpKernel {
+class GemmKernel : public GemmOp {
  public:
+  GemmKernel(const GemmAttrs& a, int64_t opset, Activation act) : opset_(opset) {
+    attrs_ = a;
+    act_ = act;
+    fused_ = true;
+  }
   GemmKernel(const Node& n, int64_t opset) : opset_(opset) {
     attrs_.trans_a = n.attr_int("transA", 0) != 0;
     attrs_.trans_b = n.attr_int("transB", 0) != 0;
@@ -336,68 +336,45 @@ class GemmKernel : public OpKernel {
     }
     gemm_any(a.dtype, attrs_.trans_a, attrs_.trans_b, M, N, K, attrs_.alpha, a.data, b.data, beta, y.data,
              ctx.num_threads);
-    return post(ctx);
+    if (act_.is_identity()) return Status::ok();
+    if (y.dtype == DataType::kFloat32)
+      apply_activation(act_, y.ptr<float>(), y.numel());
+    else if (y.dtype == DataType::kFloat64)
+      apply_activation(act_, y.ptr<double>(), y.numel());
+    else
+      return ctx.error("activation %s needs float inputs", activation_name(act_.kind));
+    return Status::ok();
   }
 
  protected:
-  virtual Status check_extra(InferContext& ctx) const { return Status::ok(); }
-  virtual Status post(ComputeContext& ctx) const { return Status::ok(); }
-
-  int64_t opset_;
-  GemmAttrs attrs_;
-  Status status_;
-};
-
-// ------------------------------------------------------------------------------- FusedGemm
-// Gemm followed by an activation applied in place (float32 only when one is set).
-class FusedGemmKernel : public GemmKernel {
- public:
-  FusedGemmKernel(const Node& n, int64_t opset) : GemmKernel(n, opset) {
-    activation_ = n.attr_string("activation", "");
-    float da = 0.f, db = 0.f;
-    default_params(activation_, da, db);
-    act_alpha_ = n.attr_float("activation_alpha", da);
-    act_beta_ = n.attr_float("activation_beta", db);
-    if (!activation_.empty()) {
-      float probe = 0.f;
-      if (!apply_activation(activation_, act_alpha_, act_beta_, &probe, 1))
-        status_ = Status::error(
-            node_message(n, "attribute 'activation' names an unsupported activation '%s'", activation_.c_str()));
-    }
-  }
-
- private:
-  static void default_params(const std::string& act, float& a, float& b) {
-    if (act == "LeakyRelu")
-      a = 0.01f;
-    else if (act == "HardSigmoid")
-      a = 0.2f, b = 0.5f;
-    else if (act == "Elu" || act == "Celu" || act == "ThresholdedRelu" || act == "Swish")
-      a = 1.f;
-    else if (act == "Selu")
-      a = 1.67326319217681884765625f, b = 1.05070102214813232421875f;
-    else if (act == "Clip")
-      a = -FLT_MAX, b = FLT_MAX;
-  }
-
-  Status check_extra(InferContext& ctx) const override {
-    if (!activation_.empty() && ctx.in(0).dtype != DataType::kFloat32)
-      return ctx.error("activation '%s' needs float32 inputs, found %s", activation_.c_str(),
+  virtual Status check_extra(InferContext& ctx) const {
+    if (!act_.is_identity() && !is_float(ctx.in(0).dtype))
+      return ctx.error("activation '%s' needs float inputs, found %s", activation_name(act_.kind),
                        dtype_name(ctx.in(0).dtype));
     return Status::ok();
   }
 
-  Status post(ComputeContext& ctx) const override {
-    if (activation_.empty()) return Status::ok();
-    TensorRef& y = ctx.out(0);
-    if (y.dtype != DataType::kFloat32) return ctx.error("activation needs float32");
-    if (!apply_activation(activation_, act_alpha_, act_beta_, y.ptr<float>(), y.numel()))
-      return ctx.error("activation '%s' failed", activation_.c_str());
-    return Status::ok();
-  }
+  int64_t opset_;
+  Status status_;
+};
 
-  std::string activation_;
-  float act_alpha_ = 0.f, act_beta_ = 0.f;
+// ------------------------------------------------------------------------------- FusedGemm
+// Gemm followed by an activation (the com.infera attribute form, parsed once here).
+class FusedGemmKernel : public GemmKernel {
+ public:
+  FusedGemmKernel(const Node& n, int64_t opset) : GemmKernel(n, opset) {
+    fused_ = true;
+    const std::string name = n.attr_string("activation", "");
+    if (name.empty()) return;
+    const ActivationDef* d = activation_by_name(name);
+    if (!d || d->kind == ActKind::kIdentity) {
+      status_ =
+          Status::error(node_message(n, "attribute 'activation' names an unsupported activation '%s'", name.c_str()));
+      return;
+    }
+    act_ = Activation{d->kind, n.attr_float("activation_alpha", d->alpha_default),
+                      n.attr_float("activation_beta", d->beta_default)};
+  }
 };
 
 }  // namespace
@@ -410,6 +387,10 @@ void sgemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, c
 void dgemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
                const double* B, int64_t ldb, double beta, double* C, int64_t ldc, int num_threads) {
   gemm_blocked<double>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, num_threads);
+}
+
+std::shared_ptr<const OpKernel> GemmOp::make_fused(const GemmAttrs& a, int64_t opset, Activation act) {
+  return std::make_shared<GemmKernel>(a, opset, act);
 }
 
 void register_matmul_ops(OpRegistry& r) {

@@ -3,7 +3,30 @@
 
 #include <cstdint>
 
+#include "ops/activation.h"
+#include "ops/op.h"
+
 namespace infera {
+
+struct GemmAttrs {
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.f, beta = 1.f;
+};
+
+// Gemm (A, B, C?) and com.infera.FusedGemm (Gemm, then the activation); kernels in matmul.cpp.
+class GemmOp : public OpKernel {
+ public:
+  const GemmAttrs& attrs() const { return attrs_; }
+  bool fused() const { return fused_; }
+  const Activation& activation() const { return act_; }
+  // A FusedGemm made by a pass.
+  static std::shared_ptr<const OpKernel> make_fused(const GemmAttrs& a, int64_t opset, Activation act);
+
+ protected:
+  GemmAttrs attrs_;
+  Activation act_;
+  bool fused_ = false;
+};
 
 // Row-major C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, op = transpose when ta/tb.
 // lda/ldb/ldc are row strides of the stored matrices (A is K x M when ta, B is N x K when tb).

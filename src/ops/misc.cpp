@@ -7,16 +7,15 @@
 #include <numeric>
 
 #include "ops/op.h"
+#include "ops/softmax.h"
 #include "ops/util.h"
 
 namespace infera {
 namespace {
 
-enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
-
-class SoftmaxKernel : public OpKernel {
+class SoftmaxKernel : public SoftmaxOp {
  public:
-  SoftmaxKernel(const Node& n, int64_t opset, SoftmaxKind kind) : kind_(kind) {
+  SoftmaxKernel(const Node& n, int64_t opset, SoftmaxKind kind) : SoftmaxOp(kind) {
     per_axis_ = opset >= 13;
     axis_ = n.attr_int("axis", per_axis_ ? -1 : 1);
   }
@@ -112,10 +111,6 @@ class SoftmaxKernel : public OpKernel {
       }
     });
   }
-
-  SoftmaxKind kind_;
-  bool per_axis_ = true;
-  int64_t axis_ = -1;
 };
 
 template <SoftmaxKind K>

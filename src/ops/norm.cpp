@@ -2,6 +2,7 @@
 // InstanceNormalization and LRN: attributes, shape inference, reference kernels.
 #include <cmath>
 
+#include "ops/norm.h"
 #include "ops/util.h"
 
 namespace infera {
@@ -32,7 +33,7 @@ Dim channel_dim(const Shape& x) { return x.rank() >= 2 ? x.dims[1] : Dim(1); }
 
 // ---------------------------------------------------------------- BatchNormalization
 
-class BatchNormKernel : public OpKernel {
+class BatchNormKernel : public BatchNormOp {
  public:
   BatchNormKernel(const Node& n, int64_t opset) : opset_(opset) {
     eps_ = n.attr_float("epsilon", 1e-5f);
@@ -179,8 +180,6 @@ class BatchNormKernel : public OpKernel {
  private:
   Status init_;
   int64_t opset_;
-  float eps_, momentum_;
-  bool training_ = false, spatial_ = true;
 };
 
 // ---------------------------------------------------------------- InstanceNormalization

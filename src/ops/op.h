@@ -1,7 +1,8 @@
-// An operator: a factory that parses the node's attributes once into a kernel object,
-// whose infer() computes output dtypes/shapes and whose compute() is the reference kernel.
-// Adding an op: one file in src/ops/ (attrs struct + infer + compute), registered in its
-// family's register_*() function. See src/ops/registry.cpp for the family list.
+// An operator: a factory parses the node's attributes once (at import, or where a pass makes the
+// node) into a typed op object, kept on the node (Node::op). Its infer() computes output
+// dtypes/shapes and its compute() is the reference kernel; backends read its typed attributes
+// (ConvOp::attrs(), ...). Adding an op: one file in src/ops/ (attrs struct + infer + compute),
+// registered in its family's register_*() function. See src/ops/registry.cpp for the families.
 #pragma once
 
 #include <cstdarg>
@@ -76,26 +77,54 @@ class InferContext {
   std::vector<ValueInfo> outputs_;
 };
 
+// What a run hands a step besides its tensors: scratch memory planned for it, per-run-context
+// state of its kernel (backends/backend.h), and the device stream. All null for reference kernels.
+struct RunResources {
+  void* scratch = nullptr;  // 64-byte aligned, at least the kernel's scratch_bytes()
+  size_t scratch_bytes = 0;
+  void* state = nullptr;   // the kernel's KernelState for this run context
+  void* stream = nullptr;  // backend stream (a gpuStream_t on GPUs)
+};
+
+// Views of a step's inputs and outputs; holds pointers only (no allocation per step): the
+// pointer arrays must outlive the context.
 class ComputeContext {
  public:
-  ComputeContext(const Node& node, std::vector<const TensorRef*> inputs, std::vector<TensorRef*> outputs,
+  ComputeContext(const Node& node, const TensorRef* const* inputs, size_t num_inputs, TensorRef* const* outputs,
+                 size_t num_outputs, int num_threads, RunResources res = {})
+      : node(node),
+        num_threads(num_threads),
+        res(res),
+        inputs_(inputs),
+        num_inputs_(num_inputs),
+        outputs_(outputs),
+        num_outputs_(num_outputs) {}
+  ComputeContext(const Node& node, const std::vector<const TensorRef*>& inputs, const std::vector<TensorRef*>& outputs,
                  int num_threads)
-      : node(node), num_threads(num_threads), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {}
+      : ComputeContext(node, inputs.data(), inputs.size(), outputs.data(), outputs.size(), num_threads) {}
+  // The context keeps pointers into the vectors: temporaries would dangle.
+  ComputeContext(const Node&, std::vector<const TensorRef*>&&, const std::vector<TensorRef*>&, int) = delete;
+  ComputeContext(const Node&, const std::vector<const TensorRef*>&, std::vector<TensorRef*>&&, int) = delete;
+  ComputeContext(const Node&, std::vector<const TensorRef*>&&, std::vector<TensorRef*>&&, int) = delete;
 
   const Node& node;
   const int num_threads;
+  const RunResources res;
 
-  size_t num_inputs() const { return inputs_.size(); }
-  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
+  size_t num_inputs() const { return num_inputs_; }
+  size_t num_outputs() const { return num_outputs_; }
+  bool has_input(size_t i) const { return i < num_inputs_ && inputs_[i] != nullptr; }
   const TensorRef& in(size_t i) const { return *inputs_[i]; }
-  bool has_output(size_t i) const { return i < outputs_.size() && outputs_[i] != nullptr; }
+  bool has_output(size_t i) const { return i < num_outputs_ && outputs_[i] != nullptr; }
   TensorRef& out(size_t i) const { return *outputs_[i]; }
 
   Status error(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
 
  private:
-  std::vector<const TensorRef*> inputs_;
-  std::vector<TensorRef*> outputs_;
+  const TensorRef* const* inputs_;
+  size_t num_inputs_;
+  TensorRef* const* outputs_;
+  size_t num_outputs_;
 };
 
 class OpKernel {

@@ -10,27 +10,10 @@
 namespace infera {
 
 Status pool_attrs_parse(const Node& n, PoolAttrs& a) {
-  Status s = read_window_ints(n, "kernel_shape", 1, a.kernel_shape);
-  if (s.is_ok()) s = read_window_ints(n, "strides", 1, a.strides);
-  if (s.is_ok()) s = read_window_ints(n, "dilations", 1, a.dilations);
-  if (s.is_ok()) s = read_window_ints(n, "pads", 0, a.pads);
+  Status s = window_attrs_parse(n, a, true);
   if (!s.is_ok()) return s;
-  if (a.kernel_shape.empty())
-    return Status::error(node_message(n, "attribute 'kernel_shape' is required (one value per spatial dim)"));
   const size_t k = a.kernel_shape.size();
   if (k > 3) return Status::error(node_message(n, "at most 3 spatial dims are supported, kernel_shape has %zu", k));
-  if (!a.strides.empty() && a.strides.size() != k)
-    return Status::error(node_message(n, "attribute 'strides' must have %zu values, found %zu", k, a.strides.size()));
-  if (!a.dilations.empty() && a.dilations.size() != k)
-    return Status::error(
-        node_message(n, "attribute 'dilations' must have %zu values, found %zu", k, a.dilations.size()));
-  if (!a.pads.empty() && a.pads.size() != 2 * k)
-    return Status::error(
-        node_message(n, "attribute 'pads' must have %zu values (begins then ends), found %zu", 2 * k, a.pads.size()));
-  std::string ap = n.attr_string("auto_pad", "NOTSET");
-  if (!parse_auto_pad(ap, a.auto_pad))
-    return Status::error(node_message(
-        n, "attribute 'auto_pad' must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, found '%s'", ap.c_str()));
   int64_t cm = n.attr_int("ceil_mode", 0), cip = n.attr_int("count_include_pad", 0);
   a.storage_order = n.attr_int("storage_order", 0);
   if (cm != 0 && cm != 1)
@@ -210,9 +193,9 @@ void max_pool(const T* x, T* y, int64_t* idx, int64_t planes, const PoolGeom& g,
   });
 }
 
-class PoolKernel : public OpKernel {
+class PoolKernel : public PoolOp {
  public:
-  PoolKernel(const Node& n, int64_t opset, bool is_max) : is_max_(is_max) { init_ = pool_attrs_parse(n, a_); }
+  PoolKernel(const Node& n, int64_t opset, bool is_max) : PoolOp(is_max) { init_ = pool_attrs_parse(n, a_); }
   Status init() const { return init_; }
 
   Status infer(InferContext& ctx) const override {
@@ -283,8 +266,6 @@ class PoolKernel : public OpKernel {
 
  private:
   Status init_;
-  bool is_max_;
-  PoolAttrs a_;
 };
 
 struct AveragePoolOp : PoolKernel {
@@ -295,9 +276,9 @@ struct MaxPoolOp : PoolKernel {
 };
 
 // GlobalAveragePool / GlobalMaxPool: reduce every spatial dim to 1.
-class GlobalPoolKernel : public OpKernel {
+class GlobalPoolKernel : public GlobalPoolOp {
  public:
-  GlobalPoolKernel(const Node& n, int64_t opset, bool is_max) : is_max_(is_max) {}
+  GlobalPoolKernel(const Node& n, int64_t opset, bool is_max) : GlobalPoolOp(is_max) {}
   Status init() const { return Status::ok(); }
 
   Status infer(InferContext& ctx) const override {
@@ -347,9 +328,6 @@ class GlobalPoolKernel : public OpKernel {
     if (!ok) return ctx.error("unsupported dtype %s", dtype_name(X.dtype));
     return Status::ok();
   }
-
- private:
-  bool is_max_;
 };
 
 struct GlobalAveragePoolOp : GlobalPoolKernel {

@@ -8,16 +8,12 @@
 #include "graph/graph.h"
 #include "infera/infera.h"
 #include "ops/conv.h"
+#include "ops/op.h"
 
 namespace infera {
 
-// Empty strides/pads/dilations mean the defaults (1 / 0 / 1). pads = {begin..., end...}.
-struct PoolAttrs {
-  std::vector<int64_t> kernel_shape;  // required
-  std::vector<int64_t> strides;
-  std::vector<int64_t> pads;
-  std::vector<int64_t> dilations;
-  AutoPad auto_pad = AutoPad::kNotSet;
+// The window attributes (kernel_shape required) plus pooling's own.
+struct PoolAttrs : WindowAttrs {
   bool ceil_mode = false;
   bool count_include_pad = false;  // AveragePool
   int64_t storage_order = 0;       // MaxPool Indices: 0 row-major, 1 column-major
@@ -33,5 +29,26 @@ Status pool_attrs_parse(const Node& n, PoolAttrs& a);
 // always starts inside the input or the begin pad.
 Status pool_resolve(const PoolAttrs& a, const std::vector<int64_t>& x_dims, std::vector<int64_t>& pads_out,
                     std::vector<int64_t>& y_dims);
+
+// The typed ops (kernels in pool.cpp): MaxPool / AveragePool, and the global pools.
+class PoolOp : public OpKernel {
+ public:
+  bool is_max() const { return is_max_; }
+  const PoolAttrs& attrs() const { return a_; }
+
+ protected:
+  explicit PoolOp(bool is_max) : is_max_(is_max) {}
+  bool is_max_;
+  PoolAttrs a_;
+};
+
+class GlobalPoolOp : public OpKernel {
+ public:
+  bool is_max() const { return is_max_; }
+
+ protected:
+  explicit GlobalPoolOp(bool is_max) : is_max_(is_max) {}
+  bool is_max_;
+};
 
 }  // namespace infera

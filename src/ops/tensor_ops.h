@@ -18,6 +18,16 @@ void register_slice_ops(OpRegistry& r);         // slice.cpp: Slice
 void register_pad_ops(OpRegistry& r);           // pad.cpp: Pad
 void register_resize_ops(OpRegistry& r);        // resize.cpp: Resize Upsample
 
+// Concat (kernel in concat_split.cpp): axis as given (may be negative).
+class ConcatOp : public OpKernel {
+ public:
+  int64_t axis() const { return axis_; }
+
+ protected:
+  explicit ConcatOp(int64_t axis) : axis_(axis) {}
+  int64_t axis_;
+};
+
 // out[i] = in[offset + sum_k idx_k(i) * in_strides[k]] for i over out_dims in row-major order;
 // elements are esize bytes, strides and offset count elements (strides may be 0 or negative).
 void strided_copy(const void* in, void* out, size_t esize, std::vector<int64_t> out_dims,

@@ -100,6 +100,7 @@ bool fold_into_gemm(Graph& g, Node& gemm, const BnAffine& a) {
   one.kind = Attribute::kFloat;
   one.f = 1.0f;
   gemm.attrs["beta"] = one;
+  gemm.op.reset();  // attributes changed: the typed op is made again
   return true;
 }
 
@@ -118,6 +119,7 @@ bool fold_into_matmul(Graph& g, Node& mm, const BnAffine& a) {
   auto nb = make_floats(w->dtype(), {n}, a.add);
   if (!nw.is_ok() || !nb.is_ok()) return false;
   mm.op_type = "Gemm";
+  mm.op.reset();
   mm.inputs = {mm.inputs[0], add_constant(g, mm.name + "_B_bn", nw.take()),
                add_constant(g, mm.name + "_C_bn", nb.take())};
   return true;

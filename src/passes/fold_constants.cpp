@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <set>
 
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "ops/util.h"
 #include "passes/passes.h"
 #include "passes/rewrite.h"
@@ -54,11 +54,15 @@ class FoldConstants : public Pass {
     size_t total = 0;
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       if (g.nodes[i].dead) continue;
-      auto k = make_kernel(g.nodes[i], g.opset);
-      if (!k.is_ok()) continue;  // infer_graph reports unknown ops with context
+      if (!g.nodes[i].op) {
+        auto made = make_kernel(g.nodes[i], g.opset);
+        if (!made.is_ok()) continue;  // infer_graph reports unknown ops with context
+        g.nodes[i].op = made.take();
+      }
+      const std::shared_ptr<const OpKernel> k = g.nodes[i].op;  // a fold below may replace the node
       resolve_reshape_shape(g, g.nodes[i]);
-      refresh_shapes(g, g.nodes[i], *k.value());
-      if (total < max_total_ && !fold_gather_of_shape(g, g.nodes[i])) try_fold(g, g.nodes[i], *k.value(), total);
+      refresh_shapes(g, g.nodes[i], *k);
+      if (total < max_total_ && !fold_gather_of_shape(g, g.nodes[i])) try_fold(g, g.nodes[i], *k, total);
     }
     return Status::ok();
   }

@@ -1,11 +1,16 @@
 // fuse_conv_activation: Conv [+ Add(same-shape residual Z)] [+ activation, or the HardSigmoid*x
 // form of HardSwish, or the Sigmoid*x form of Swish/SiLU] -> com.infera.FusedConv
-// (inputs X, W, B|-1, Z|-1); a FusedConv without activation takes one the same way; and
-// Gemm + activation -> com.infera.FusedGemm. Assumes each fused
-// intermediate has one reader and is no graph output; float32 only; Clip bounds must be constants.
+// (inputs X, W, B|-1, Z|-1) whose typed op carries the activation (ConvOp::make_fused); a
+// FusedConv without activation takes one the same way; and Gemm + activation -> FusedGemm.
+// Assumes each fused intermediate has one reader and is no graph output; float32 only; Clip
+// bounds must be constants. Activations come from the activation table (ops/activation.h).
 #include <cmath>
 #include <limits>
 
+#include "ops/conv.h"
+#include "ops/elementwise.h"
+#include "ops/infer.h"
+#include "ops/matmul.h"
 #include "passes/passes.h"
 #include "passes/rewrite.h"
 
@@ -15,11 +20,6 @@ namespace {
 using namespace rewrite;
 
 constexpr const char* kFusedDomain = "com.infera";
-
-struct Activation {
-  std::string name;
-  float alpha = 0, beta = 0;
-};
 
 bool scalar_bound(const Graph& g, const Node& n, size_t i, float dflt, float& out) {
   out = dflt;
@@ -31,34 +31,23 @@ bool scalar_bound(const Graph& g, const Node& n, size_t i, float dflt, float& ou
   return true;
 }
 
-// Recognizes an activation node and its parameters (ONNX defaults where not given).
-bool parse_activation(const Graph& g, const Node& n, Activation& a) {
+// The activation of node n, read from its typed op (the activation table's parameters), or
+// false when n is no fusable activation. Clip's bounds must be constants.
+bool activation_of(const Graph& g, const Node& n, Activation& a) {
   if (!n.domain.empty() && n.domain != "ai.onnx") return false;
-  if (n.outputs.size() != 1 || n.outputs[0] < 0) return false;
-  a.name = n.op_type;
-  const std::string& op = n.op_type;
-  if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish") return n.inputs.size() == 1;
-  if (op == "LeakyRelu") {
-    a.alpha = n.attr_float("alpha", 0.01f);
+  if (n.outputs.size() != 1 || n.outputs[0] < 0 || !n.op) return false;
+  if (const auto* op = dynamic_cast<const ActivationOp*>(n.op.get())) {
+    a = op->activation();
     return n.inputs.size() == 1;
   }
-  if (op == "Elu") {
-    a.alpha = n.attr_float("alpha", 1.0f);
-    return n.inputs.size() == 1;
-  }
-  if (op == "HardSigmoid") {
-    a.alpha = n.attr_float("alpha", 0.2f);
-    a.beta = n.attr_float("beta", 0.5f);
-    return n.inputs.size() == 1;
-  }
-  if (op == "Clip") {
-    const float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
-    if (g.opset < 11) {
-      a.alpha = n.attr_float("min", lo);
-      a.beta = n.attr_float("max", hi);
+  if (const auto* clip = dynamic_cast<const ClipOp*>(n.op.get())) {
+    a = activation_default(ActKind::kClip);
+    if (clip->opset() < 11) {
+      a.alpha = clip->attr_min();
+      a.beta = clip->attr_max();
       return n.inputs.size() == 1;
     }
-    return scalar_bound(g, n, 1, lo, a.alpha) && scalar_bound(g, n, 2, hi, a.beta);
+    return scalar_bound(g, n, 1, a.alpha, a.alpha) && scalar_bound(g, n, 2, a.beta, a.beta);
   }
   return false;
 }
@@ -70,33 +59,22 @@ bool same_shape(const Shape& a, const Shape& b) {
   return true;
 }
 
-Attribute attr_of(std::string s) {
-  Attribute a;
-  a.kind = Attribute::kString;
-  a.s = std::move(s);
-  return a;
-}
-
-Attribute attr_of(float f) {
-  Attribute a;
-  a.kind = Attribute::kFloat;
-  a.f = f;
-  return a;
-}
-
 class FuseConvActivation : public Pass {
  public:
   const char* name() const override { return "fuse_conv_activation"; }
 
   Status run(Graph& g) override {
+    Status s = attach_ops(g);
+    if (!s.is_ok()) return s;
     cons_ = g.consumers();
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       if (g.nodes[i].dead || g.nodes[i].outputs.empty()) continue;
       const Node& n = g.nodes[i];
-      if (is_onnx_op(n, "Conv") ||
-          (n.op_type == "FusedConv" && n.domain == kFusedDomain && n.attr_string("activation", "").empty()))
+      const auto* conv = dynamic_cast<const ConvOp*>(n.op.get());
+      const auto* gemm = dynamic_cast<const GemmOp*>(n.op.get());
+      if (conv && (!conv->fused() || conv->activation().is_identity()))
         fuse(g, static_cast<int>(i), true);
-      else if (is_onnx_op(g.nodes[i], "Gemm"))
+      else if (gemm && !gemm->fused())
         fuse(g, static_cast<int>(i), false);
     }
     return Status::ok();
@@ -127,27 +105,26 @@ class FuseConvActivation : public Pass {
       }
     }
     Activation act;
-    if (next >= 0 && parse_activation(g, g.nodes[next], act)) {
+    if (next >= 0 && activation_of(g, g.nodes[next], act)) {
       tail = g.nodes[next].outputs[0];
       fused.push_back(next);
     } else if (int mul = match_gated(g, tail, fused, false); mul >= 0) {
-      act = Activation{"HardSwish"};
+      act = activation_default(ActKind::kHardSwish);
       tail = g.nodes[mul].outputs[0];
     } else if (int mul = match_gated(g, tail, fused, true); mul >= 0) {
-      act = Activation{"Swish", 1.f};  // x * sigmoid(alpha x)
+      act = activation_default(ActKind::kSwish);  // x * sigmoid(1 * x)
       tail = g.nodes[mul].outputs[0];
-    } else {
-      act.name.clear();
     }
     if (fused.size() == 1) return;
     Node f;
     f.name = h.name;
     f.op_type = conv ? "FusedConv" : "FusedGemm";
     f.domain = kFusedDomain;
-    f.attrs = h.attrs;
-    f.attrs["activation"] = attr_of(act.name);
-    f.attrs["activation_alpha"] = attr_of(act.alpha);
-    f.attrs["activation_beta"] = attr_of(act.beta);
+    f.attrs = h.attrs;  // the window / Gemm attributes, for display; the op below is typed
+    if (conv)
+      f.op = ConvOp::make_fused(static_cast<const ConvOp*>(h.op.get())->attrs(), act);
+    else
+      f.op = GemmOp::make_fused(static_cast<const GemmOp*>(h.op.get())->attrs(), g.opset, act);
     auto in = [&](size_t k) { return h.inputs.size() > k ? h.inputs[k] : -1; };
     if (refuse)
       f.inputs = h.inputs;
@@ -184,7 +161,9 @@ class FuseConvActivation : public Pass {
     const Node& h = g.nodes[hs];
     const Node& m = g.nodes[mul];
     if (h.inputs.size() != 1 || h.outputs.size() != 1 || m.inputs.size() != 2 || m.outputs.size() != 1) return -1;
-    if (!swish && (std::fabs(h.attr_float("alpha", 0.2f) - 1.0f / 6) > 1e-6f || h.attr_float("beta", 0.5f) != 0.5f))
+    const auto* gate = dynamic_cast<const ActivationOp*>(h.op.get());
+    if (!gate) return -1;
+    if (!swish && (std::fabs(gate->activation().alpha - 1.0f / 6) > 1e-6f || gate->activation().beta != 0.5f))
       return -1;
     int hv = h.outputs[0];
     bool pair = (m.inputs[0] == t && m.inputs[1] == hv) || (m.inputs[0] == hv && m.inputs[1] == t);

@@ -1,6 +1,6 @@
 // pipeline: the default pass order, and the driver that runs passes with compact() and
 // infer_graph() after each one. Assumes g was imported and inferred (shapes known where they can be).
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "passes/passes.h"
 
 namespace infera {

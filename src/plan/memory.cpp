@@ -9,7 +9,8 @@
 namespace infera {
 
 size_t plan_memory(const std::vector<size_t>& size, const std::vector<int>& first, const std::vector<int>& last,
-                   std::vector<int64_t>& offsets) {
+                   std::vector<int64_t>& offsets, size_t alignment) {
+  const size_t a = alignment < 1 ? 1 : alignment;
   const size_t n = size.size();
   offsets.assign(n, -1);
   std::vector<size_t> order(n);
@@ -19,11 +20,11 @@ size_t plan_memory(const std::vector<size_t>& size, const std::vector<int>& firs
   size_t arena = 0;
   for (size_t i : order) {
     if (size[i] == 0) continue;
-    const size_t need = (size[i] + 63) / 64 * 64;
+    const size_t need = (size[i] + a - 1) / a * a;
     // Intervals [off, off+len) of placed buffers alive at the same time, by offset.
     std::vector<std::pair<size_t, size_t>> busy;
     for (size_t j : placed)
-      if (first[j] <= last[i] && first[i] <= last[j]) busy.emplace_back(offsets[j], (size[j] + 63) / 64 * 64);
+      if (first[j] <= last[i] && first[i] <= last[j]) busy.emplace_back(offsets[j], (size[j] + a - 1) / a * a);
     std::sort(busy.begin(), busy.end());
     size_t best = SIZE_MAX, best_gap = SIZE_MAX, cur = 0;
     for (auto& [off, len] : busy) {

@@ -1,41 +1,87 @@
-// A plan: the graph specialized to one set of concrete input shapes — per-value shapes,
-// plan-time folded values, backend kernel per node, layouts, and arena offsets.
+// A plan: the graph specialized to one set of concrete input shapes — per value its shape,
+// device, format and arena offset; per step its backend and kernel; the copy / reorder steps
+// inserted where backends or formats meet. Immutable once made and shared by every run context
+// (src/runtime/run_context.h holds what a run mutates).
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
-#include "backends/cpu/backend.h"
+#include "backends/backend.h"
 #include "graph/graph.h"
 #include "ops/op.h"
 
 namespace infera {
 
+struct PlanValue {
+  enum class Home : uint8_t {
+    kArena,     // a slice of its device's arena (offset)
+    kInput,     // a graph input: the caller's tensor
+    kConstant,  // an initializer or a value folded at plan time (info.value)
+    kDynamic,   // allocated when running (output shapes known only then)
+    kAbsent,    // never produced (an optional output no step writes)
+  };
+  std::string name;
+  ValueInfo info;  // dtype, concrete shape (if static), contents (constants)
+  Home home = Home::kAbsent;
+  Device device;
+  Format format = Format::kPlain;
+  size_t bytes = 0;
+  int64_t offset = -1;   // into the arena of its device (kArena)
+  int arena = -1;        // index into Plan::arenas (kArena)
+  int graph_value = -1;  // the graph value it holds (a converted copy holds its source's)
+};
+
 struct PlanStep {
-  int node = -1;
+  int node = -1;  // graph node; -1 for an inserted conversion (see convert_node)
   const OpKernel* op = nullptr;
-  std::unique_ptr<AccelKernel> accel;  // null: run the reference kernel
-  bool dynamic = false;                // output shapes are known only when running
+  const Backend* backend = nullptr;
+  std::shared_ptr<const StepKernel> kernel;
+  std::vector<int> inputs, outputs;  // plan value ids, -1 where absent
+  std::vector<Format> input_formats, output_formats;
+  bool dynamic = false;                // output shapes known only when running (reference kernels)
+  std::string op_name;                 // "Conv", "com.infera.FusedConv", "reorder", "copy"
+  std::shared_ptr<Node> convert_node;  // conversions: a node for labels and messages
+};
+
+struct PlanArena {
+  Device device;
+  const Backend* allocator = nullptr;  // the first backend of that device in the list
+  size_t bytes = 0;
+  size_t alignment = 64;
 };
 
 struct Plan {
-  std::vector<ValueInfo> infos;  // per value: dtype, concrete shape (if static), value (if folded)
-  std::vector<Layout> layouts;   // per value
-  std::vector<int64_t> offsets;  // per value: byte offset into the arena, -1 if not there
-  std::vector<PlanStep> steps;   // in execution order
+  const Graph* graph = nullptr;                          // the session's graph (outlives its plans)
+  std::vector<PlanValue> values;                         // the first graph.values.size() are the graph's values
+  std::vector<PlanStep> steps;                           // in execution order
+  std::vector<int> inputs;                               // per graph input: plan value id
+  std::vector<int> outputs;                              // per graph output: plan value id (host, plain)
+  std::vector<PlanArena> arenas;                         // one per device with arena values
+  size_t scratch_bytes = 0;                              // host scratch per run context: the largest step's need
+  std::vector<std::shared_ptr<const Backend>> backends;  // keeps the step backends alive
+  int num_threads = 1;
   PlanReport report;
-  std::shared_ptr<void> arena;  // report.arena_bytes, 64-byte aligned
+
+  const Node& node_of(const PlanStep& s) const { return s.node >= 0 ? graph->nodes[s.node] : *s.convert_node; }
 };
 
-// Makes a plan. kernels[i] is the OpKernel of g.nodes[i]. input_dims[i] is the concrete
-// shape of g.inputs[i].
-Result<std::unique_ptr<Plan>> make_plan(const Graph& g, const std::vector<std::unique_ptr<OpKernel>>& kernels,
-                                        const std::vector<std::vector<int64_t>>& input_dims, bool use_dnnl,
-                                        int num_threads);
+struct PlanOptions {
+  std::vector<std::shared_ptr<const Backend>> backends;  // priority order; one must run dynamic steps
+  int num_threads = 1;
+  int verbose = 0;
+  PerfDb* perf_db = nullptr;
+};
+
+// Makes a plan. input_dims[i] is the concrete shape of g.inputs[i]; every live node has its
+// typed op (attach_ops).
+Result<std::shared_ptr<const Plan>> make_plan(const Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
+                                              const PlanOptions& opts);
 
 // Liveness-based offsets: values[i] lives over steps [first[i], last[i]] and takes size[i]
-// bytes; returns offsets (64-byte aligned) and the arena size. Greedy by size, best fit.
+// bytes; returns offsets (aligned) and the arena size. Greedy by size, best fit.
 size_t plan_memory(const std::vector<size_t>& size, const std::vector<int>& first, const std::vector<int>& last,
-                   std::vector<int64_t>& offsets);
+                   std::vector<int64_t>& offsets, size_t alignment = 64);
 
 }  // namespace infera

@@ -1,8 +1,19 @@
+// make_plan: concrete inference and plan-time folding, a backend per step (the first in the list
+// that supports it), a format per value, in-place steps, kernels (each made once: a decline
+// re-plans only what it changes), conversion steps where formats or devices meet, and memory
+// per device. Names no backend.
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <map>
+#include <numeric>
+#include <set>
+#include <tuple>
 
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "ops/util.h"
 #include "plan/plan.h"
 
@@ -12,8 +23,11 @@ namespace {
 
 constexpr int64_t kFoldLimit = 1 << 16;  // elements: plan-time folding is for shape math
 
-bool verbose() {
-  static const bool v = std::getenv("INFERA_VERBOSE") != nullptr;
+int env_verbose() {
+  static const int v = [] {
+    const char* e = std::getenv("INFERA_VERBOSE");
+    return e && *e ? std::atoi(e) : 0;
+  }();
   return v;
 }
 
@@ -26,19 +40,16 @@ double node_flops(const Node& n, const std::vector<ValueInfo>& infos) {
   };
   const std::string& op = n.op_type;
   if (op == "Conv" || op == "FusedConv" || op == "ConvTranspose") {
-    auto w = dims(1, false), y = dims(0, false), x = dims(0, false);
-    y = dims(0, true);
+    auto w = dims(1, false), x = dims(0, false), y = dims(0, true);
     if (w.size() < 3 || y.size() < 3 || x.size() < 3) return 0;
-    double k = 1;
-    for (size_t i = 1; i < w.size(); ++i) k *= static_cast<double>(w[i]);  // Cin/group * kernel
     if (op == "ConvTranspose") {
-      double xs = 1;
+      double xs = 1, ks = 1;
       for (int64_t d : x) xs *= static_cast<double>(d);
-      double ks = 1;
       for (size_t i = 2; i < w.size(); ++i) ks *= static_cast<double>(w[i]);
       return 2.0 * xs * static_cast<double>(w[1]) * ks;
     }
-    double ys = 1;
+    double k = 1, ys = 1;
+    for (size_t i = 1; i < w.size(); ++i) k *= static_cast<double>(w[i]);  // Cin/group * kernel
     for (int64_t d : y) ys *= static_cast<double>(d);
     return 2.0 * ys * k;
   }
@@ -54,19 +65,18 @@ double node_flops(const Node& n, const std::vector<ValueInfo>& infos) {
   return 0;
 }
 
-// Runs a kernel on plan-time known values (shape math). Inputs whose data the op does
-// not read are passed as data-less views.
+// Runs a kernel on plan-time known values (shape math). Inputs whose data the op does not read
+// are passed as data-less views.
 Status fold_step(const Node& n, const OpKernel& op, std::vector<ValueInfo>& infos, std::vector<ValueInfo>& outs) {
   std::vector<TensorRef> in_refs(n.inputs.size());
   std::vector<const TensorRef*> ip(n.inputs.size(), nullptr);
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     int v = n.inputs[i];
     if (v < 0) continue;
-    if (infos[v].value) {
+    if (infos[v].value)
       in_refs[i] = TensorRef::of(*infos[v].value);
-    } else {
+    else
       in_refs[i] = TensorRef{infos[v].dtype, infos[v].shape.concrete(), nullptr};
-    }
     ip[i] = &in_refs[i];
   }
   auto results = compute_node(n, op, ip, outs);
@@ -76,61 +86,70 @@ Status fold_step(const Node& n, const OpKernel& op, std::vector<ValueInfo>& info
   return Status::ok();
 }
 
-// Makes the outputs of follows_input steps plain where none of their full-size inputs is
-// blocked, until nothing changes (a demoted value can demote its readers' outputs in turn).
-void demote_followers(const Graph& g, const std::vector<PlanStep>& steps, const std::vector<AccelSupport>& sup,
-                      const std::vector<ValueInfo>& infos, std::vector<Layout>& layouts) {
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t s = 0; s < steps.size(); ++s) {
-      if (!sup[s].supported || !sup[s].follows_input) continue;
-      const Node& n = g.nodes[steps[s].node];
-      for (int y : n.outputs) {
-        if (y < 0 || layouts[y] != Layout::kBlocked) continue;
-        bool fed = false;
-        for (int x : n.inputs)
-          fed = fed ||
-                (x >= 0 && layouts[x] == Layout::kBlocked && infos[x].shape.concrete() == infos[y].shape.concrete());
-        if (!fed) {
-          layouts[y] = Layout::kPlain;
-          changed = true;
-        }
-      }
-    }
-  }
-}
+std::string op_name_of(const Node& n) { return n.domain.empty() ? n.op_type : n.domain + "." + n.op_type; }
 
-}  // namespace
+// The planner's working state for one graph and one set of input shapes.
+class Planner {
+ public:
+  Planner(const Graph& g, const PlanOptions& o) : g_(g), o_(o) {}
+  Result<std::shared_ptr<const Plan>> run(const std::vector<std::vector<int64_t>>& input_dims);
 
-Result<std::unique_ptr<Plan>> make_plan(const Graph& g, const std::vector<std::unique_ptr<OpKernel>>& kernels,
-                                        const std::vector<std::vector<int64_t>>& input_dims, bool use_dnnl,
-                                        int num_threads) {
-  auto t0 = std::chrono::steady_clock::now();
-  auto p = std::make_unique<Plan>();
-  const size_t nv = g.values.size();
-  p->infos.resize(nv);
-  p->layouts.assign(nv, Layout::kPlain);
-  p->offsets.assign(nv, -1);
-  std::vector<char> is_input(nv, 0);
+ private:
+  struct Step {
+    int node = -1;
+    bool dynamic = false;
+    size_t backend = 0;         // index into o_.backends
+    Support sup;                // that backend's answer
+    std::set<size_t> declined;  // backends whose create() declined this step
+  };
+  struct Use {
+    size_t step, slot;
+  };
+
+  Status infer_and_fold(const std::vector<std::vector<int64_t>>& input_dims);
+  StepRequest request(size_t s, bool with_formats) const;
+  Format input_format(size_t s, size_t slot, int v) const;
+  Device device_of(int v) const { return producer_[v] >= 0 ? backend(producer_[v]).device() : Device::cpu(); }
+  Status assign(size_t s);
+  void decide_formats();
+  void decide_aliases();
+  Status make_kernels(bool& redo);
+  Status build(std::shared_ptr<Plan>& p);
+  bool verbose(int level) const { return std::max(o_.verbose, env_verbose()) >= level; }
+  const Backend& backend(size_t s) const { return *o_.backends[steps_[s].backend]; }
+
+  const Graph& g_;
+  const PlanOptions& o_;
+  std::vector<ValueInfo> infos_;         // per graph value
+  std::vector<Step> steps_;              // graph nodes that run (not folded)
+  std::vector<std::vector<Use>> users_;  // per graph value
+  std::vector<int> producer_;            // per graph value: step, or -1
+  std::vector<Format> format_;           // per graph value
+  std::vector<std::vector<int>> alias_;  // per step, per output slot: input slot shared, or -1
+  // Kernels made, by (step, backend, formats, aliases): a re-plan after a decline reuses them.
+  std::map<std::string, std::shared_ptr<const StepKernel>> made_;
+  std::vector<std::shared_ptr<const StepKernel>> kernel_;  // per step, for the current choices
+  size_t kernels_created_ = 0;
+};
+
+Status Planner::infer_and_fold(const std::vector<std::vector<int64_t>>& input_dims) {
+  const size_t nv = g_.values.size();
+  infos_.resize(nv);
   for (size_t i = 0; i < nv; ++i) {
-    p->infos[i].dtype = g.values[i].dtype;
-    if (g.values[i].constant) {
-      p->infos[i].shape = g.values[i].shape;
-      p->infos[i].value = g.values[i].constant;
+    infos_[i].dtype = g_.values[i].dtype;
+    if (g_.values[i].constant) {
+      infos_[i].shape = g_.values[i].shape;
+      infos_[i].value = g_.values[i].constant;
     }
   }
-  for (size_t i = 0; i < g.inputs.size(); ++i) {
-    p->infos[g.inputs[i]].shape = Shape::of(input_dims[i]);
-    is_input[g.inputs[i]] = 1;
-  }
-
-  // 1. Concrete inference; plan-time folding of small values computed from constants/shapes.
-  for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
-    const Node& n = g.nodes[ni];
-    const OpKernel& op = *kernels[ni];
+  for (size_t i = 0; i < g_.inputs.size(); ++i) infos_[g_.inputs[i]].shape = Shape::of(input_dims[i]);
+  for (size_t ni = 0; ni < g_.nodes.size(); ++ni) {
+    const Node& n = g_.nodes[ni];
+    if (!n.op) return Status::error(StatusCode::kInternal, n.label() + ": no typed op attached");
+    const OpKernel& op = *n.op;
     std::vector<const ValueInfo*> in;
-    for (int v : n.inputs) in.push_back(v >= 0 ? &p->infos[v] : nullptr);
-    InferContext ctx(n, g.opset, in);
+    for (int v : n.inputs) in.push_back(v >= 0 ? &infos_[v] : nullptr);
+    InferContext ctx(n, g_.opset, in);
     Status s = op.infer(ctx);
     if (!s.is_ok()) return s;
     bool all_known = true;
@@ -144,160 +163,504 @@ Result<std::unique_ptr<Plan>> make_plan(const Graph& g, const std::vector<std::u
       }
       int64_t ne;
       if (!checked_numel(sh.concrete(), ne) || ne > (int64_t(1) << 36))
-        return Status::error(n.label() + ": output '" + g.values[n.outputs[o]].name + "' shape " + sh.str() +
-                             " is too large");
+        return Status::error(StatusCode::kInvalidInput, n.label() + ": output '" + g_.values[n.outputs[o]].name +
+                                                            "' shape " + sh.str() + " is too large");
       out_elems += ne;
     }
     bool foldable = all_known && out_elems <= kFoldLimit;
     for (size_t i = 0; foldable && i < n.inputs.size(); ++i) {
       int v = n.inputs[i];
-      if (v >= 0 && !p->infos[v].value && (op.needs_data(i) || !p->infos[v].shape.fully_known())) foldable = false;
+      if (v >= 0 && !infos_[v].value && (op.needs_data(i) || !infos_[v].shape.fully_known())) foldable = false;
     }
     if (foldable) {
-      s = fold_step(n, op, p->infos, ctx.outputs());
+      s = fold_step(n, op, infos_, ctx.outputs());
       if (!s.is_ok()) return s;
     } else {
-      PlanStep st;
+      Step st;
       st.node = static_cast<int>(ni);
-      st.op = &op;
       st.dynamic = !all_known;
-      p->steps.push_back(std::move(st));
+      steps_.push_back(std::move(st));
     }
     for (size_t o = 0; o < n.outputs.size(); ++o)
-      if (n.outputs[o] >= 0) p->infos[n.outputs[o]] = std::move(ctx.outputs()[o]);
+      if (n.outputs[o] >= 0) infos_[n.outputs[o]] = std::move(ctx.outputs()[o]);
   }
-
-  // 2. Backend choice and layouts: a value stays blocked between accelerated nodes.
-  const size_t ns = p->steps.size();
-  std::vector<std::vector<std::pair<size_t, size_t>>> users(nv);  // (step, slot)
-  std::vector<int> producer_step(nv, -1), producer_slot(nv, -1);
-  for (size_t s = 0; s < ns; ++s) {
-    const Node& n = g.nodes[p->steps[s].node];
+  users_.assign(nv, {});
+  producer_.assign(nv, -1);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Node& n = g_.nodes[steps_[s].node];
     for (size_t i = 0; i < n.inputs.size(); ++i)
-      if (n.inputs[i] >= 0) users[n.inputs[i]].emplace_back(s, i);
-    for (size_t o = 0; o < n.outputs.size(); ++o)
-      if (n.outputs[o] >= 0) {
-        producer_step[n.outputs[o]] = static_cast<int>(s);
-        producer_slot[n.outputs[o]] = static_cast<int>(o);
-      }
+      if (n.inputs[i] >= 0) users_[n.inputs[i]].push_back({s, i});
+    for (int v : n.outputs)
+      if (v >= 0) producer_[v] = static_cast<int>(s);
   }
-  auto request_for = [&](size_t s) {
-    const Node& n = g.nodes[p->steps[s].node];
-    AccelRequest r;
-    r.node = &n;
-    r.op = p->steps[s].op;
-    r.opset = g.opset;
-    r.num_threads = num_threads;
-    for (int v : n.inputs) {
-      r.inputs.push_back(v >= 0 ? &p->infos[v] : nullptr);
-      r.input_layouts.push_back(v >= 0 ? p->layouts[v] : Layout::kPlain);
+  return Status::ok();
+}
+
+StepRequest Planner::request(size_t s, bool with_formats) const {
+  const Node& n = g_.nodes[steps_[s].node];
+  StepRequest r;
+  r.node = &n;
+  r.op = n.op.get();
+  r.opset = g_.opset;
+  r.num_threads = o_.num_threads;
+  r.verbose = o_.verbose;
+  r.perf_db = o_.perf_db;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const int v = n.inputs[i];
+    r.inputs.push_back(v >= 0 ? &infos_[v] : nullptr);
+    r.input_formats.push_back(with_formats && v >= 0 ? input_format(s, i, v) : Format::kPlain);
+  }
+  for (int v : n.outputs) {
+    r.outputs.push_back(v >= 0 ? &infos_[v] : nullptr);
+    r.output_formats.push_back(with_formats && v >= 0 ? format_[v] : Format::kPlain);
+  }
+  r.output_alias = with_formats ? alias_[s] : std::vector<int>(n.outputs.size(), -1);
+  return r;
+}
+
+// The format step s reads value v in: v's own where the step is on v's device and reads it,
+// else (a conversion comes first) the step's first non-plain format, or plain.
+Format Planner::input_format(size_t s, size_t slot, int v) const {
+  const FormatSet can_read = steps_[s].sup.input_formats[slot];
+  if (device_of(v) == backend(s).device() && format_in(can_read, format_[v])) return format_[v];
+  for (unsigned f = 1; f < static_cast<unsigned>(Format::kCount); ++f)
+    if (format_in(can_read, static_cast<Format>(f)) && format_applies(static_cast<Format>(f), infos_[v].shape.rank()))
+      return static_cast<Format>(f);
+  return Format::kPlain;
+}
+
+// The first backend (not declined) that supports step s.
+Status Planner::assign(size_t s) {
+  Step& st = steps_[s];
+  const Node& n = g_.nodes[st.node];
+  for (size_t b = 0; b < o_.backends.size(); ++b) {
+    if (st.declined.count(b)) continue;
+    const Backend& be = *o_.backends[b];
+    if (st.dynamic) {
+      if (!be.runs_dynamic_steps()) continue;
+      st.backend = b;
+      st.sup = Support{};
+      st.sup.ok = true;
+      st.sup.input_formats.assign(n.inputs.size(), kPlainOnly);
+      st.sup.output_formats.assign(n.outputs.size(), kPlainOnly);
+      return Status::ok();
     }
-    for (int v : n.outputs) {
-      r.outputs.push_back(v >= 0 ? &p->infos[v] : nullptr);
-      r.output_layouts.push_back(v >= 0 ? p->layouts[v] : Layout::kPlain);
+    Support sup = be.supports(request(s, false));
+    if (sup.ok) {
+      sup.input_formats.resize(n.inputs.size(), kPlainOnly);
+      sup.output_formats.resize(n.outputs.size(), kPlainOnly);
+      st.backend = b;
+      st.sup = std::move(sup);
+      return Status::ok();
     }
-    return r;
-  };
-  if (use_dnnl) {
-    std::vector<char> declined(ns, 0);
-    for (int attempt = 0; attempt < 64; ++attempt) {
-      std::vector<AccelSupport> sup(ns);
-      for (size_t s = 0; s < ns; ++s) {
-        p->steps[s].accel.reset();
-        if (!p->steps[s].dynamic && !declined[s]) sup[s] = dnnl_query(request_for(s));
+    if (verbose(1) && b + 1 < o_.backends.size())
+      std::fprintf(stderr, "infera: %s not on %s: %s\n", n.label().c_str(), be.name(), sup.reason.c_str());
+  }
+  return Status::error(StatusCode::kUnsupported, n.label() + ": no backend of this session runs it" +
+                                                     (st.dynamic ? " (its output shapes depend on values)" : ""));
+}
+
+// A value takes the first non-plain format its producer can write and every reader on its
+// device can read; graph outputs and values of dynamic steps stay plain. Then the outputs of
+// follows_input steps become plain where none of their full-size inputs has their format,
+// until nothing changes (a demoted value can demote its readers' outputs in turn).
+void Planner::decide_formats() {
+  const size_t nv = g_.values.size();
+  format_.assign(nv, Format::kPlain);
+  for (size_t v = 0; v < nv; ++v) {
+    const int s = producer_[v];
+    if (s < 0 || steps_[s].dynamic) continue;
+    const Node& n = g_.nodes[steps_[s].node];
+    size_t slot = 0;
+    while (slot < n.outputs.size() && n.outputs[slot] != static_cast<int>(v)) ++slot;
+    const FormatSet can_write = steps_[s].sup.output_formats[slot];
+    const bool plain_ok = format_in(can_write, Format::kPlain);
+    if (plain_ok && (users_[v].empty() || g_.is_graph_output(static_cast<int>(v)))) continue;
+    const Device dev = backend(s).device();
+    for (unsigned f = 1; f < static_cast<unsigned>(Format::kCount); ++f) {
+      const Format fmt = static_cast<Format>(f);
+      if (!format_in(can_write, fmt) || !format_applies(fmt, infos_[v].shape.rank())) continue;
+      bool all = true;
+      for (const Use& u : users_[v]) {
+        if (backend(u.step).device() != dev) continue;  // other devices get a conversion anyway
+        all = all && !steps_[u.step].dynamic && format_in(steps_[u.step].sup.input_formats[u.slot], fmt);
       }
-      std::fill(p->layouts.begin(), p->layouts.end(), Layout::kPlain);
-      for (size_t v = 0; v < nv; ++v) {
-        int s = producer_step[v];
-        if (s < 0 || !sup[s].supported || users[v].empty() || g.is_graph_output(static_cast<int>(v))) continue;
-        if (static_cast<size_t>(producer_slot[v]) >= sup[s].output_blocked_ok.size() ||
-            !sup[s].output_blocked_ok[producer_slot[v]])
+      if (all || !plain_ok) {  // a producer that cannot write plain keeps its own format
+        format_[v] = fmt;
+        break;
+      }
+    }
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t s = 0; s < steps_.size(); ++s) {
+      if (!steps_[s].sup.follows_input) continue;
+      const Node& n = g_.nodes[steps_[s].node];
+      for (size_t o = 0; o < n.outputs.size(); ++o) {
+        const int y = n.outputs[o];
+        if (y < 0 || format_[y] == Format::kPlain || !format_in(steps_[s].sup.output_formats[o], Format::kPlain))
           continue;
-        const ValueInfo& vi = p->infos[v];
-        if (vi.dtype != DataType::kFloat32 || vi.shape.rank() != 4) continue;
-        bool ok = true;
-        for (auto [c, slot] : users[v])
-          ok = ok && sup[c].supported && slot < sup[c].input_blocked_ok.size() && sup[c].input_blocked_ok[slot];
-        if (ok) p->layouts[v] = Layout::kBlocked;
-      }
-      demote_followers(g, p->steps, sup, p->infos, p->layouts);
-      bool redo = false;
-      for (size_t s = 0; s < ns && !redo; ++s) {
-        if (!sup[s].supported) continue;
-        auto k = dnnl_create(request_for(s));
-        // oneDNN's reference implementations ("ref:any") are slower than our own kernels.
-        if (k.is_ok() && k.value() && k.value()->impl_name().find("ref:") != std::string::npos)
-          k = Status::error("oneDNN offers only its reference implementation: " + k.value()->impl_name());
-        if (!k.is_ok() || !k.value()) {
-          if (verbose())
-            fprintf(stderr, "infera: %s declined by oneDNN: %s\n", g.nodes[p->steps[s].node].label().c_str(),
-                    k.is_ok() ? "no kernel" : k.message().c_str());
-          declined[s] = 1;
-          redo = true;
-        } else {
-          p->steps[s].accel = k.take();
+        bool fed = false;
+        for (int x : n.inputs)
+          fed = fed || (x >= 0 && format_[x] == format_[y] && infos_[x].shape.concrete() == infos_[y].shape.concrete());
+        if (!fed) {
+          format_[y] = Format::kPlain;
+          changed = true;
         }
       }
-      if (!redo) break;
     }
   }
+}
 
-  // 3. Memory: liveness over steps, one 64-byte-aligned arena.
-  std::vector<size_t> size(nv, 0);
-  std::vector<int> first(nv, 0), last(nv, -1);
-  for (size_t s = 0; s < ns; ++s) {
+// In-place steps: output o takes input i's buffer when the backend allows it, input i is an
+// arena value read for the last time here (once), in the same format, device and size, and
+// neither is a graph output (graph outputs may be written straight into caller buffers).
+void Planner::decide_aliases() {
+  alias_.assign(steps_.size(), {});
+  std::vector<char> taken(g_.values.size(), 0);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Node& n = g_.nodes[steps_[s].node];
+    alias_[s].assign(n.outputs.size(), -1);
+    if (steps_[s].dynamic) continue;
+    for (auto [i, o] : steps_[s].sup.in_place) {
+      if (i < 0 || o < 0 || static_cast<size_t>(i) >= n.inputs.size() || static_cast<size_t>(o) >= n.outputs.size())
+        continue;
+      const int z = n.inputs[i], y = n.outputs[o];
+      if (z < 0 || y < 0 || taken[z] || alias_[s][o] >= 0) continue;
+      const int pz = producer_[z];
+      if (pz < 0 || steps_[pz].dynamic || backend(pz).device() != backend(s).device()) continue;
+      if (g_.is_graph_output(z) || g_.is_graph_output(y) || format_[z] != format_[y]) continue;
+      if (infos_[z].dtype != infos_[y].dtype || infos_[z].shape.concrete() != infos_[y].shape.concrete()) continue;
+      bool last = true;
+      int reads = 0;
+      for (const Use& u : users_[z]) {
+        last = last && u.step <= s;
+        reads += u.step == s;
+      }
+      if (!last || reads != 1) continue;
+      alias_[s][o] = i;
+      taken[z] = 1;
+    }
+  }
+}
+
+std::string key_of(size_t s, size_t b, const StepRequest& r) {
+  std::string k = std::to_string(s) + "/" + std::to_string(b) + ":";
+  for (Format f : r.input_formats) k += static_cast<char>('a' + static_cast<int>(f));
+  k += ">";
+  for (Format f : r.output_formats) k += static_cast<char>('a' + static_cast<int>(f));
+  for (int a : r.output_alias) k += "," + std::to_string(a);
+  return k;
+}
+
+// Makes the kernel of every step for the current backends, formats and aliases (each at most
+// once). A declined step goes to its next backend and redo is set.
+Status Planner::make_kernels(bool& redo) {
+  redo = false;
+  kernel_.assign(steps_.size(), nullptr);
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const StepRequest r = request(s, true);
+    const std::string key = key_of(s, steps_[s].backend, r);
+    auto it = made_.find(key);
+    if (it == made_.end()) {
+      auto k = backend(s).create(r);
+      if (!k.is_ok()) return k.status();
+      ++kernels_created_;
+      it = made_.emplace(key, std::shared_ptr<const StepKernel>(k.take())).first;
+    }
+    if (it->second) {
+      kernel_[s] = it->second;
+      continue;
+    }
+    if (verbose(1))
+      std::fprintf(stderr, "infera: %s declined by %s at creation\n", g_.nodes[steps_[s].node].label().c_str(),
+                   backend(s).name());
+    steps_[s].declined.insert(steps_[s].backend);
+    Status st = assign(s);
+    if (!st.is_ok()) return st;
+    redo = true;
+  }
+  return Status::ok();
+}
+
+Result<std::shared_ptr<const Plan>> Planner::run(const std::vector<std::vector<int64_t>>& input_dims) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (o_.backends.empty()) return Status::error(StatusCode::kInternal, "make_plan: no backends");
+  Status s = infer_and_fold(input_dims);
+  if (!s.is_ok()) return s;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    s = assign(i);
+    if (!s.is_ok()) return s;
+  }
+  // Each round re-decides formats and aliases; kernels already made for unchanged requests
+  // are reused, so a decline costs only the kernels it changes.
+  for (int round = 0;; ++round) {
+    decide_formats();
+    decide_aliases();
+    bool redo = false;
+    s = make_kernels(redo);
+    if (!s.is_ok()) return s;
+    if (!redo) break;
+    if (round > static_cast<int>(steps_.size() * o_.backends.size()) + 1)
+      return Status::error(StatusCode::kInternal, "make_plan: backend choice does not settle");
+  }
+  auto p = std::make_shared<Plan>();
+  s = build(p);
+  if (!s.is_ok()) return s;
+  p->report.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return std::shared_ptr<const Plan>(std::move(p));
+}
+
+// Lays out the final plan: values, steps with conversions inserted, arenas, report.
+Status Planner::build(std::shared_ptr<Plan>& p) {
+  const size_t nv = g_.values.size();
+  p->graph = &g_;
+  p->backends = o_.backends;
+  p->num_threads = o_.num_threads;
+  p->values.resize(nv);
+  for (size_t v = 0; v < nv; ++v) {
+    PlanValue& pv = p->values[v];
+    pv.name = g_.values[v].name;
+    pv.info = infos_[v];
+    pv.graph_value = static_cast<int>(v);
+    pv.format = format_[v];
+    if (infos_[v].value)
+      pv.home = PlanValue::Home::kConstant;
+    else if (producer_[v] >= 0)
+      pv.home = steps_[producer_[v]].dynamic ? PlanValue::Home::kDynamic : PlanValue::Home::kArena;
+    if (producer_[v] >= 0) pv.device = backend(producer_[v]).device();
+  }
+  for (int v : g_.inputs) p->values[v].home = PlanValue::Home::kInput;
+
+  // Steps, with a conversion before the first reader that needs a value in another format or
+  // on another device (shared by every reader with the same need).
+  std::map<std::tuple<int, int, int, int>, int> converted;  // (value, device kind, index, format) -> plan value
+  auto convert = [&](int v, Device dev, Format to) -> Result<int> {
+    const PlanValue src = p->values[v];
+    if (src.device == dev && src.format == to) return v;
+    const auto key = std::make_tuple(v, static_cast<int>(dev.kind), dev.index, static_cast<int>(to));
+    if (auto it = converted.find(key); it != converted.end()) return it->second;
+    ConvertRequest cr;
+    cr.value = &src.info;
+    cr.from_device = src.device;
+    cr.to_device = dev;
+    cr.from = src.format;
+    cr.to = to;
+    cr.num_threads = o_.num_threads;
+    std::unique_ptr<StepKernel> k;
+    const Backend* by = nullptr;
+    for (const auto& b : o_.backends) {
+      auto made = b->create_convert(cr);
+      if (!made.is_ok()) return made.status();
+      if (made.value()) {
+        k = made.take();
+        by = b.get();
+        break;
+      }
+    }
+    if (!k)
+      return Status::error(StatusCode::kUnsupported, "no backend converts '" + src.name + "' from " +
+                                                         format_name(src.format) + " on " + src.device.str() + " to " +
+                                                         format_name(to) + " on " + dev.str());
+    PlanValue dst = src;
+    dst.name = src.name + " (" + format_name(to) + (dev == src.device ? "" : " on " + dev.str()) + ")";
+    dst.device = dev;
+    dst.format = to;
+    dst.home = src.home == PlanValue::Home::kDynamic ? PlanValue::Home::kDynamic : PlanValue::Home::kArena;
+    const int id = static_cast<int>(p->values.size());
+    p->values.push_back(dst);
+    PlanStep st;
+    st.backend = by;
+    st.kernel = std::move(k);
+    st.inputs = {v};
+    st.outputs = {id};
+    st.input_formats = {src.format};
+    st.output_formats = {to};
+    st.op_name = src.device == dev ? "reorder" : "copy";
+    st.convert_node = std::make_shared<Node>();
+    st.convert_node->name = st.op_name + " of '" + src.name + "'";
+    st.convert_node->op_type = st.op_name;
+    p->steps.push_back(std::move(st));
+    ++p->report.inserted_steps;
+    converted.emplace(key, id);
+    return id;
+  };
+
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Node& n = g_.nodes[steps_[s].node];
+    const Backend& be = backend(s);
+    PlanStep st;
+    st.node = steps_[s].node;
+    st.op = n.op.get();
+    st.backend = &be;
+    st.kernel = kernel_[s];
+    st.dynamic = steps_[s].dynamic;
+    st.op_name = op_name_of(n);
+    const StepRequest r = request(s, true);
+    st.input_formats = r.input_formats;
+    st.output_formats = r.output_formats;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      int v = n.inputs[i];
+      if (v >= 0 && p->values[v].home != PlanValue::Home::kConstant && p->values[v].home != PlanValue::Home::kInput) {
+        auto c = convert(v, be.device(), r.input_formats[i]);
+        if (!c.is_ok()) return c.status();
+        v = c.value();
+      } else if (v >= 0 && !be.device().is_cpu()) {
+        auto c = convert(v, be.device(), r.input_formats[i]);  // host inputs and constants move
+        if (!c.is_ok()) return c.status();
+        v = c.value();
+      }
+      st.inputs.push_back(v);
+    }
+    st.outputs = n.outputs;
+    p->steps.push_back(std::move(st));
+  }
+  for (int v : g_.outputs) {
+    int id = v;
+    if (p->values[v].home == PlanValue::Home::kArena || p->values[v].home == PlanValue::Home::kDynamic) {
+      auto c = convert(v, Device::cpu(), Format::kPlain);
+      if (!c.is_ok()) return c.status();
+      id = c.value();
+    }
+    p->outputs.push_back(id);
+  }
+  for (int v : g_.inputs) p->inputs.push_back(v);
+
+  // Memory: liveness over the final steps, per device; in-place outputs share their input's
+  // buffer (one interval for both).
+  const size_t np = p->values.size();
+  std::vector<int> root(np);
+  std::iota(root.begin(), root.end(), 0);
+  for (size_t s = 0, gs = 0; s < p->steps.size(); ++s) {
     const PlanStep& st = p->steps[s];
-    const Node& n = g.nodes[st.node];
-    for (int v : n.inputs)
-      if (v >= 0) last[v] = std::max(last[v], static_cast<int>(s));
-    if (st.dynamic) continue;
-    for (int v : n.outputs) {
+    if (st.node < 0) continue;
+    while (gs < steps_.size() && steps_[gs].node != st.node) ++gs;
+    for (size_t o = 0; o < alias_[gs].size(); ++o)
+      if (alias_[gs][o] >= 0) root[st.outputs[o]] = root[st.inputs[alias_[gs][o]]];
+  }
+  std::vector<size_t> size(np, 0);
+  std::vector<int> first(np, INT32_MAX), last(np, -1);
+  for (size_t s = 0; s < p->steps.size(); ++s) {
+    const PlanStep& st = p->steps[s];
+    for (int v : st.inputs)
+      if (v >= 0) last[root[v]] = std::max(last[root[v]], static_cast<int>(s));
+    for (int v : st.outputs) {
       if (v < 0) continue;
-      first[v] = static_cast<int>(s);
-      last[v] = std::max(last[v], static_cast<int>(s));
-      const ValueInfo& vi = p->infos[v];
-      size[v] = p->layouts[v] == Layout::kBlocked ? blocked_bytes(vi.shape.concrete())
-                                                  : static_cast<size_t>(vi.shape.numel()) * dtype_size(vi.dtype);
-      if (size[v] == 0) size[v] = 1;  // empty tensors still get a valid pointer
+      PlanValue& pv = p->values[v];
+      const int r = root[v];
+      first[r] = std::min(first[r], static_cast<int>(s));
+      last[r] = std::max(last[r], static_cast<int>(s));
+      if (pv.home != PlanValue::Home::kArena) continue;
+      pv.bytes = st.backend->value_bytes(pv.info, pv.format);
+      if (pv.bytes == SIZE_MAX)
+        return Status::error(StatusCode::kInvalidInput,
+                             "value '" + pv.name + "' " + pv.info.shape.str() + " is too large");
+      size[r] = std::max(size[r], std::max<size_t>(pv.bytes, 1));  // empty tensors still get a pointer
     }
   }
-  for (int v : g.outputs) last[v] = static_cast<int>(ns);
+  for (int v : p->outputs)
+    if (v >= 0) last[root[v]] = static_cast<int>(p->steps.size());
   size_t naive = 0;
-  for (size_t v = 0; v < nv; ++v) naive += (size[v] + 63) / 64 * 64;
-  size_t arena = plan_memory(size, first, last, p->offsets);
-  if (arena > host_memory_bytes())
-    return Status::error("the plan needs " + std::to_string(arena >> 20) + " MiB of activations, more than this " +
-                         "machine's " + std::to_string(host_memory_bytes() >> 20) + " MiB; use a smaller batch");
-  void* mem = std::aligned_alloc(64, std::max<size_t>(64, (arena + 63) / 64 * 64));
-  if (!mem) return Status::error("out of memory allocating a " + std::to_string(arena) + "-byte arena");
-  p->arena = std::shared_ptr<void>(mem, [](void* q) { std::free(q); });
-
-  PlanReport& r = p->report;
-  r.arena_bytes = arena;
-  r.naive_bytes = naive;
-  r.steps = ns;
-  for (size_t v = 0; v < nv; ++v)
-    if (g.values[v].constant) r.weight_bytes += g.values[v].constant->nbytes();
-  for (auto& st : p->steps) {
-    if (st.accel) {
-      r.accelerated_steps++;
-      r.weight_bytes += st.accel->weight_bytes();
-      if (verbose())
-        fprintf(stderr, "infera: %s -> %s\n", g.nodes[st.node].label().c_str(), st.accel->impl_name().c_str());
+  for (size_t v = 0; v < np; ++v)
+    if (p->values[v].home == PlanValue::Home::kArena) naive += (std::max<size_t>(p->values[v].bytes, 1) + 63) / 64 * 64;
+  // One arena per device, made by the first backend of that device.
+  std::vector<int> arena_of(np, -1);
+  for (size_t v = 0; v < np; ++v) {
+    if (p->values[v].home != PlanValue::Home::kArena || root[v] != static_cast<int>(v)) continue;
+    const Device d = p->values[v].device;
+    int a = -1;
+    for (size_t i = 0; i < p->arenas.size(); ++i)
+      if (p->arenas[i].device == d) a = static_cast<int>(i);
+    if (a < 0) {
+      PlanArena pa;
+      pa.device = d;
+      for (const auto& b : o_.backends)
+        if (b->device() == d && !pa.allocator) pa.allocator = b.get();
+      if (!pa.allocator) return Status::error(StatusCode::kInternal, "no backend allocates on " + d.str());
+      pa.alignment = std::max<size_t>(64, pa.allocator->alignment());
+      a = static_cast<int>(p->arenas.size());
+      p->arenas.push_back(pa);
     }
-    r.flops += node_flops(g.nodes[st.node], p->infos);
+    arena_of[v] = a;
   }
-  for (int v : g.outputs) {
-    const Shape& sh = p->infos[v].shape;
+  for (size_t a = 0; a < p->arenas.size(); ++a) {
+    std::vector<size_t> sz(np, 0);
+    for (size_t v = 0; v < np; ++v)
+      if (arena_of[v] == static_cast<int>(a)) sz[v] = size[v];
+    std::vector<int64_t> offsets;
+    p->arenas[a].bytes = plan_memory(sz, first, last, offsets, p->arenas[a].alignment);
+    for (size_t v = 0; v < np; ++v)
+      if (arena_of[v] == static_cast<int>(a)) p->values[v].offset = offsets[v];
+  }
+  for (size_t v = 0; v < np; ++v) {
+    if (p->values[v].home != PlanValue::Home::kArena) continue;
+    p->values[v].arena = arena_of[root[v]];
+    p->values[v].offset = p->values[root[v]].offset;
+  }
+  size_t host = 0;
+  for (const PlanArena& a : p->arenas)
+    if (a.device.is_cpu()) host += a.bytes;
+  if (host > host_memory_bytes())
+    return Status::error(StatusCode::kOutOfMemory, "the plan needs " + std::to_string(host >> 20) +
+                                                       " MiB of activations, more than this machine's " +
+                                                       std::to_string(host_memory_bytes() >> 20) +
+                                                       " MiB; use a smaller batch");
+
+  // Report.
+  PlanReport& r = p->report;
+  r.naive_bytes = naive;
+  r.steps = p->steps.size();
+  for (const PlanArena& a : p->arenas) {
+    r.arena_bytes += a.bytes;
+    r.arena_bytes_per_device[a.device.str()] += a.bytes;
+  }
+  for (size_t v = 0; v < nv; ++v)
+    if (g_.values[v].constant) r.weight_bytes += g_.values[v].constant->nbytes();
+  for (const PlanStep& st : p->steps) {
+    if (st.backend->device().is_cpu()) p->scratch_bytes = std::max(p->scratch_bytes, st.kernel->scratch_bytes());
+    r.weight_bytes += st.kernel->weight_bytes();
+    r.steps_per_backend[st.backend->name()]++;
+    if (std::string(st.backend->name()) != "ref" && st.node >= 0) r.accelerated_steps++;
+    if (st.node >= 0) r.flops += node_flops(g_.nodes[st.node], infos_);
+    PlanStepInfo info;
+    const Node& n = p->node_of(st);
+    info.node = st.node >= 0 ? n.name : "";
+    info.op = st.op_name;
+    info.backend = st.backend->name();
+    info.impl = st.kernel->impl_name();
+    info.dynamic = st.dynamic;
+    for (size_t i = 0; i < st.inputs.size(); ++i)
+      info.input_formats.push_back(st.inputs[i] >= 0 ? format_name(p->values[st.inputs[i]].format) : "-");
+    for (int v : st.outputs) {
+      info.output_formats.push_back(v >= 0 ? format_name(p->values[v].format) : "-");
+      if (v >= 0) info.output_bytes += p->values[v].bytes;
+    }
+    r.step_list.push_back(std::move(info));
+    if (verbose(1))
+      std::fprintf(stderr, "infera: %s -> %s %s\n", n.label().c_str(), st.backend->name(),
+                   st.kernel->impl_name().c_str());
+  }
+  r.scratch_bytes = p->scratch_bytes;
+  for (int v : g_.outputs) {
     std::vector<int64_t> d;
-    for (const Dim& dim : sh.dims) d.push_back(dim.value);
+    for (const Dim& dim : infos_[v].shape.dims) d.push_back(dim.value);
     r.output_dims.push_back(d);
   }
-  r.steps_per_backend["dnnl"] = r.accelerated_steps;
-  r.steps_per_backend["ref"] = ns - r.accelerated_steps;
-  r.arena_bytes_per_device["cpu"] = arena;
-  r.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return p;
+  if (verbose(1))
+    std::fprintf(stderr, "infera: plan of %zu steps, %zu kernels made\n", p->steps.size(), kernels_created_);
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Plan>> make_plan(const Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
+                                              const PlanOptions& opts) {
+  if (input_dims.size() != g.inputs.size())
+    return Status::error(StatusCode::kInvalidInput, "make_plan: " + std::to_string(input_dims.size()) +
+                                                        " input shapes for " + std::to_string(g.inputs.size()) +
+                                                        " inputs");
+  Planner planner(g, opts);
+  return planner.run(input_dims);
 }
 
 }  // namespace infera

@@ -1,39 +1,31 @@
-#include <omp.h>
+// Session: load -> check -> optimize once; a plan per input-shape signature (LRU-bounded), each
+// with a pool of run contexts, so that run() may be called from many threads at once: the
+// session lock covers only the plan lookup and the pool, never a run.
+#include <sys/resource.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <thread>
 
-#include "backends/cpu/backend.h"
+#include "backends/backend.h"
 #include "frontend/onnx/import.h"
-#include "graph/infer.h"
+#include "ops/infer.h"
 #include "passes/pass.h"
 #include "plan/plan.h"
-#include "runtime/executor.h"
+#include "runtime/run_context.h"
 
 namespace infera {
 
-class SessionImpl {
- public:
-  Graph graph;
-  std::vector<std::unique_ptr<OpKernel>> kernels;
-  SessionOptions opts;
-  int threads = 1;
-  bool use_dnnl = true;
-  std::vector<IoInfo> inputs, outputs;
-  ModelSummary summary;
-  // Plans per input-shape signature, with the step at which each was last used: each plan holds
-  // its arena and backend-reordered weights, so at most opts.max_cached_plans are kept (LRU).
-  std::map<std::vector<std::vector<int64_t>>, std::pair<std::unique_ptr<Plan>, uint64_t>> plans;
-  uint64_t clock = 0;
-  std::mutex mu;
+namespace {
 
-  Status init(Graph g, const SessionOptions& o);
-  Result<Plan*> plan_for(const std::vector<std::vector<int64_t>>& dims);
-  Result<std::vector<Tensor>> run(const std::map<std::string, Tensor>& inputs, std::vector<StepTiming>* timings);
-};
+using Dims = std::vector<std::vector<int64_t>>;
 
-static std::vector<IoInfo> io_of(const Graph& g, const std::vector<int>& ids) {
+std::string op_key(const Node& n) { return n.domain.empty() ? n.op_type : n.domain + "." + n.op_type; }
+
+std::vector<IoInfo> io_of(const Graph& g, const std::vector<int>& ids) {
   std::vector<IoInfo> r;
   for (int v : ids) {
     IoInfo io;
@@ -47,92 +39,313 @@ static std::vector<IoInfo> io_of(const Graph& g, const std::vector<int>& ids) {
   return r;
 }
 
+std::string dims_str(const std::vector<int64_t>& d) { return Shape::of(d).str(); }
+
+// Checks one input's dims against the declared ones; symbolic dims must agree across inputs.
+Status check_dims(const IoInfo& io, const std::vector<int64_t>& dims, std::map<std::string, int64_t>& symbols) {
+  if (io.rank_known && io.dims.size() != dims.size())
+    return Status::error(StatusCode::kInvalidInput, "input '" + io.name + "': expected rank " +
+                                                        std::to_string(io.dims.size()) + ", found rank " +
+                                                        std::to_string(dims.size()) + " " + dims_str(dims));
+  for (size_t i = 0; i < io.dims.size() && i < dims.size(); ++i) {
+    if (dims[i] < 0) return Status::error(StatusCode::kInvalidInput, "input '" + io.name + "': negative dimension");
+    if (io.dims[i].value >= 0 && io.dims[i].value != dims[i])
+      return Status::error(StatusCode::kInvalidInput, "input '" + io.name + "': dim " + std::to_string(i) +
+                                                          " must be " + std::to_string(io.dims[i].value) + ", found " +
+                                                          std::to_string(dims[i]) + " (shape " + dims_str(dims) + ")");
+    if (!io.dims[i].symbol.empty()) {
+      auto [it, fresh] = symbols.emplace(io.dims[i].symbol, dims[i]);
+      if (!fresh && it->second != dims[i])
+        return Status::error(StatusCode::kInvalidInput, "input '" + io.name + "': dim " + std::to_string(i) + " ('" +
+                                                            io.dims[i].symbol + "') is " + std::to_string(dims[i]) +
+                                                            " but another input gave it " + std::to_string(it->second));
+    }
+  }
+  return Status::ok();
+}
+
+// Runs f and turns an exception that reached the API boundary into an error Status.
+template <class F>
+auto guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return Status::error(StatusCode::kOutOfMemory, "out of memory");
+  } catch (const std::exception& e) {
+    return Status::error(StatusCode::kInternal, std::string("unexpected exception: ") + e.what());
+  } catch (...) {
+    return Status::error(StatusCode::kInternal, "unexpected exception");
+  }
+}
+
+}  // namespace
+
+// One plan with its pool of run contexts. Built once by the first thread that needs it; the
+// others wait for it.
+struct PlanEntry {
+  std::mutex mu;
+  std::condition_variable built_cv;
+  bool building = false, built = false;
+  std::shared_ptr<const Plan> plan;
+  Status error;
+  std::vector<std::unique_ptr<RunContext>> free;  // idle run contexts
+  size_t contexts = 0;                            // made and alive (idle or running)
+  std::atomic<uint64_t> last_used{0};
+};
+
+class SessionImpl {
+ public:
+  Graph graph;
+  SessionOptions opts;
+  int threads = 1, verbose = 0;
+  size_t max_contexts = 1;
+  std::vector<std::shared_ptr<const Backend>> backends;
+  std::vector<IoInfo> inputs, outputs;
+  ModelSummary summary;
+  size_t constant_bytes = 0;
+
+  std::mutex mu;  // guards plans and clock (never held while planning or running)
+  std::map<Dims, std::shared_ptr<PlanEntry>> plans;
+  uint64_t clock = 0;
+
+  Status init(Graph g, const SessionOptions& o);
+  Status validate(const std::map<std::string, Tensor>& in, Dims& dims, std::vector<const Tensor*>& ptrs) const;
+  Result<std::shared_ptr<PlanEntry>> entry_for(const Dims& dims);
+  Status run(const std::map<std::string, Tensor>& in, std::vector<Tensor>& out, bool allocate,
+             std::vector<StepTiming>* timings);
+};
+
 Status SessionImpl::init(Graph g, const SessionOptions& o) {
   opts = o;
-  if (!o.device.is_cpu())
-    return Status::error(StatusCode::kUnsupported,
-                         "device " + o.device.str() + " is not available: this build has no GPU backend");
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  if (o.num_threads < 0 || o.num_threads > 1024)
+    return Status::error(StatusCode::kInvalidInput,
+                         "num_threads must be in [0, 1024] (0 = all cores), found " + std::to_string(o.num_threads));
+  threads = o.num_threads > 0 ? o.num_threads : static_cast<int>(hw);
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    // Each OpenMP worker reserves a stack (8 MiB by default): refuse what cannot be started.
+    const unsigned long long need = static_cast<unsigned long long>(threads) * (8ull << 20);
+    if (need > as.rlim_cur / 2)
+      return Status::error(StatusCode::kOutOfMemory, std::to_string(threads) +
+                                                         " threads need more address space than the process limit (" +
+                                                         std::to_string(as.rlim_cur >> 20) + " MiB) allows");
+  }
+  verbose = o.verbose >= 0 ? o.verbose : [] {
+    const char* e = std::getenv("INFERA_VERBOSE");
+    return e && *e ? std::atoi(e) : 0;
+  }();
+  max_contexts = o.max_run_contexts > 0 ? static_cast<size_t>(o.max_run_contexts) : hw;
   if (o.precision != Precision::kFp32)
     return Status::error(StatusCode::kUnsupported,
                          std::string("precision ") + precision_name(o.precision) + " is not available yet (fp32 only)");
-  use_dnnl = o.backends.empty();
-  for (const std::string& b : o.backends) {
-    if (b != "dnnl" && b != "ref")
-      return Status::error(StatusCode::kInvalidInput, "unknown backend '" + b + "' (available: dnnl, ref)");
-    if (b == "dnnl") use_dnnl = true;
+  std::vector<std::string> names = o.backends.empty() ? default_backends(o.device) : o.backends;
+  if (names.empty())
+    return Status::error(StatusCode::kUnsupported, "device " + o.device.str() + " is not available: this build has " +
+                                                       (o.device.is_gpu() ? "no GPU backend" : "no backend for it"));
+  if (std::find(names.begin(), names.end(), "ref") == names.end()) names.push_back("ref");
+  for (const std::string& n : names) {
+    auto b = find_backend(n, n == "ref" ? Device::cpu() : o.device);
+    if (!b.is_ok()) return b.status();
+    backends.push_back(b.take());
   }
-  threads = o.num_threads > 0 ? o.num_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  omp_set_num_threads(threads);
-  dnnl_set_threads(threads);
   summary.ir_version = g.ir_version;
   summary.opset = g.opset;
   summary.producer = g.producer;
   summary.node_count_original = g.nodes.size();
-  for (const Node& n : g.nodes) summary.op_histogram[n.domain.empty() ? n.op_type : n.domain + "." + n.op_type]++;
+  for (const Node& n : g.nodes) summary.op_histogram[op_key(n)]++;
   for (const Value& v : g.values)
     if (v.constant && (v.constant->dtype() == DataType::kFloat32 || v.constant->dtype() == DataType::kFloat64))
       summary.parameter_count += v.constant->numel();
-  // Attributes are checked once, when each kernel is made; then shapes and types.
+  // Attributes are parsed once (the typed op of each node); then shapes and types.
   Status s = infer_graph(g);
   if (!s.is_ok()) return s;
   if (o.optimize) {
     s = run_passes(g, default_passes(), &summary.passes);
     if (!s.is_ok()) return s;
   }
-  for (const Node& n : g.nodes) {
-    auto k = make_kernel(n, g.opset);
-    if (!k.is_ok()) return k.status();
-    kernels.push_back(k.take());
-  }
+  s = attach_ops(g);
+  if (!s.is_ok()) return s;
   summary.node_count = g.nodes.size();
-  for (const Node& n : g.nodes)
-    summary.op_histogram_optimized[n.domain.empty() ? n.op_type : n.domain + "." + n.op_type]++;
+  for (const Node& n : g.nodes) summary.op_histogram_optimized[op_key(n)]++;
+  for (const Value& v : g.values)
+    if (v.constant) constant_bytes += v.constant->nbytes();
   graph = std::move(g);
   inputs = io_of(graph, graph.inputs);
   outputs = io_of(graph, graph.outputs);
   return Status::ok();
 }
 
-Result<Plan*> SessionImpl::plan_for(const std::vector<std::vector<int64_t>>& dims) {
-  auto it = plans.find(dims);
-  if (it != plans.end()) {
-    it->second.second = ++clock;
-    return it->second.first.get();
+Status SessionImpl::validate(const std::map<std::string, Tensor>& in, Dims& dims,
+                             std::vector<const Tensor*>& ptrs) const {
+  for (auto& [name, t] : in) {
+    bool known = false;
+    for (const IoInfo& io : inputs) known = known || io.name == name;
+    if (!known) {
+      std::string names;
+      for (const IoInfo& io : inputs) names += (names.empty() ? "'" : ", '") + io.name + "'";
+      return Status::error(StatusCode::kInvalidInput, "unknown input '" + name + "' (model inputs: " + names + ")");
+    }
   }
-  auto p = make_plan(graph, kernels, dims, use_dnnl, threads);
-  if (!p.is_ok()) return p.status();
-  const size_t cap = static_cast<size_t>(std::max(1, opts.max_cached_plans));
-  while (plans.size() >= cap) {
-    auto oldest = plans.begin();
-    for (auto i = plans.begin(); i != plans.end(); ++i)
-      if (i->second.second < oldest->second.second) oldest = i;
-    plans.erase(oldest);
+  std::map<std::string, int64_t> symbols;
+  for (const IoInfo& io : inputs) {
+    auto it = in.find(io.name);
+    if (it == in.end()) return Status::error(StatusCode::kInvalidInput, "missing input '" + io.name + "'");
+    const Tensor& t = it->second;
+    if (t.dtype() != io.dtype)
+      return Status::error(StatusCode::kInvalidInput, "input '" + io.name + "': expected dtype " +
+                                                          dtype_name(io.dtype) + ", found " + dtype_name(t.dtype()));
+    if (!t.device().is_cpu())
+      return Status::error(StatusCode::kInvalidInput,
+                           "input '" + io.name + "' is on " + t.device().str() + "; this session takes host tensors");
+    if (!t.data() && t.numel() != 0)
+      return Status::error(StatusCode::kInvalidInput, "input '" + io.name + "' has no data");
+    Status s = check_dims(io, t.dims(), symbols);
+    if (!s.is_ok()) return s;
+    dims.push_back(t.dims());
+    ptrs.push_back(&t);
   }
-  Plan* raw = p.value().get();
-  plans[dims] = {p.take(), ++clock};
-  return raw;
+  return Status::ok();
+}
+
+Result<std::shared_ptr<PlanEntry>> SessionImpl::entry_for(const Dims& dims) {
+  std::shared_ptr<PlanEntry> e;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = plans.find(dims);
+    if (it == plans.end()) {
+      // Evict the least recently used plans; runs in flight keep theirs alive.
+      const size_t cap = static_cast<size_t>(std::max(1, opts.max_cached_plans));
+      while (plans.size() >= cap) {
+        auto oldest = plans.begin();
+        for (auto i = plans.begin(); i != plans.end(); ++i)
+          if (i->second->last_used < oldest->second->last_used) oldest = i;
+        plans.erase(oldest);
+      }
+      it = plans.emplace(dims, std::make_shared<PlanEntry>()).first;
+    }
+    e = it->second;
+    e->last_used = ++clock;
+  }
+  std::unique_lock<std::mutex> lock(e->mu);
+  if (!e->built && !e->building) {
+    e->building = true;
+    lock.unlock();
+    PlanOptions po;
+    po.backends = backends;
+    po.num_threads = threads;
+    po.verbose = verbose;
+    Result<std::shared_ptr<const Plan>> p =
+        guarded([&]() -> Result<std::shared_ptr<const Plan>> { return make_plan(graph, dims, po); });
+    lock.lock();
+    e->building = false;
+    e->built = true;
+    if (p.is_ok())
+      e->plan = p.take();
+    else
+      e->error = p.status().or_code(StatusCode::kInvalidInput);
+    e->built_cv.notify_all();
+  }
+  e->built_cv.wait(lock, [&] { return e->built; });
+  if (!e->plan) {
+    Status err = e->error;
+    lock.unlock();
+    std::lock_guard<std::mutex> g(mu);  // a failed plan is not kept: the next call tries again
+    auto it = plans.find(dims);
+    if (it != plans.end() && it->second == e) plans.erase(it);
+    return err;
+  }
+  return e;
+}
+
+Status SessionImpl::run(const std::map<std::string, Tensor>& in, std::vector<Tensor>& out, bool allocate,
+                        std::vector<StepTiming>* timings) {
+  Dims dims;
+  std::vector<const Tensor*> ptrs;
+  Status s = validate(in, dims, ptrs);
+  if (!s.is_ok()) return s;
+  auto entry = entry_for(dims);
+  if (!entry.is_ok()) return entry.status();
+  PlanEntry& e = *entry.value();
+  const Plan& plan = *e.plan;
+  if (allocate) {
+    out.clear();
+    for (size_t i = 0; i < plan.outputs.size(); ++i) {
+      const PlanValue& pv = plan.values[plan.outputs[i]];
+      if (!pv.info.shape.fully_known()) {
+        out.emplace_back();  // data-dependent: allocated by the run
+        continue;
+      }
+      auto t = Tensor::make(pv.info.dtype, pv.info.shape.concrete());
+      if (!t.is_ok()) return t.status().prefixed("output '" + outputs[i].name + "': ");
+      out.push_back(t.take());
+    }
+  } else if (out.size() != plan.outputs.size()) {
+    return Status::error(StatusCode::kInvalidInput, "run: " + std::to_string(out.size()) +
+                                                        " output tensors given, the model has " +
+                                                        std::to_string(plan.outputs.size()));
+  } else {
+    for (size_t i = 0; i < out.size(); ++i) {
+      const PlanValue& pv = plan.values[plan.outputs[i]];
+      if (out[i].empty() || !out[i].device().is_cpu() || (!out[i].data() && out[i].numel() != 0))
+        return Status::error(StatusCode::kInvalidInput, "run: output '" + outputs[i].name + "' has no host buffer");
+      if (out[i].dtype() != pv.info.dtype || (pv.info.shape.fully_known() && out[i].dims() != pv.info.shape.concrete()))
+        return Status::error(StatusCode::kInvalidInput, "run: output '" + outputs[i].name + "' must be " +
+                                                            dtype_name(pv.info.dtype) + " " + pv.info.shape.str() +
+                                                            ", found " + dtype_name(out[i].dtype()) + " " +
+                                                            Shape::of(out[i].dims()).str());
+    }
+  }
+  std::unique_ptr<RunContext> rc;
+  {
+    std::lock_guard<std::mutex> lock(e.mu);
+    if (!e.free.empty()) {
+      rc = std::move(e.free.back());
+      e.free.pop_back();
+    }
+  }
+  if (!rc) {
+    auto made = RunContext::make(entry.value()->plan);
+    if (!made.is_ok()) return made.status();
+    rc = made.take();
+    std::lock_guard<std::mutex> lock(e.mu);
+    ++e.contexts;
+  }
+  std::vector<Tensor*> out_ptrs;
+  for (Tensor& t : out) out_ptrs.push_back(&t);
+  s = rc->run(ptrs, out_ptrs, timings);
+  std::lock_guard<std::mutex> lock(e.mu);
+  if (e.free.size() < max_contexts)
+    e.free.push_back(std::move(rc));
+  else
+    --e.contexts;
+  return s.or_code(StatusCode::kInvalidInput);
 }
 
 Session::Session(std::unique_ptr<SessionImpl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& opts) {
-  auto g = import_onnx_file(path);
-  if (!g.is_ok()) return g.status().or_code(StatusCode::kInvalidModel);
-  auto impl = std::make_unique<SessionImpl>();
-  Status s = impl->init(g.take(), opts).or_code(StatusCode::kInvalidModel);
-  if (!s.is_ok()) return s.message().rfind(path, 0) == 0 ? s : s.prefixed(path + ": ");
-  return std::unique_ptr<Session>(new Session(std::move(impl)));
+  return guarded([&]() -> Result<std::unique_ptr<Session>> {
+    auto g = import_onnx_file(path);
+    if (!g.is_ok()) return g.status().or_code(StatusCode::kInvalidModel);
+    auto impl = std::make_unique<SessionImpl>();
+    Status s = impl->init(g.take(), opts).or_code(StatusCode::kInvalidModel);
+    if (!s.is_ok()) return s.message().rfind(path, 0) == 0 ? s : s.prefixed(path + ": ");
+    return std::unique_ptr<Session>(new Session(std::move(impl)));
+  });
 }
 
 Result<std::unique_ptr<Session>> Session::load_from_memory(const std::string& bytes, const std::string& model_dir,
                                                            const SessionOptions& opts) {
-  auto g = import_onnx_bytes(bytes, model_dir, "<memory>");
-  if (!g.is_ok()) return g.status().or_code(StatusCode::kInvalidModel);
-  auto impl = std::make_unique<SessionImpl>();
-  Status s = impl->init(g.take(), opts).or_code(StatusCode::kInvalidModel);
-  if (!s.is_ok()) return s;
-  return std::unique_ptr<Session>(new Session(std::move(impl)));
+  return guarded([&]() -> Result<std::unique_ptr<Session>> {
+    auto g = import_onnx_bytes(bytes, model_dir, "<memory>");
+    if (!g.is_ok()) return g.status().or_code(StatusCode::kInvalidModel);
+    auto impl = std::make_unique<SessionImpl>();
+    Status s = impl->init(g.take(), opts).or_code(StatusCode::kInvalidModel);
+    if (!s.is_ok()) return s;
+    return std::unique_ptr<Session>(new Session(std::move(impl)));
+  });
 }
 
 const std::vector<IoInfo>& Session::inputs() const { return impl_->inputs; }
@@ -140,120 +353,64 @@ const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
 const ModelSummary& Session::summary() const { return impl_->summary; }
 const SessionOptions& Session::options() const { return impl_->opts; }
 
-size_t Session::allocated_bytes() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  size_t n = 0;
-  for (auto& [k, e] : impl_->plans) n += e.first->report.arena_bytes + e.first->report.weight_bytes;
-  return n;
-}
-
 size_t Session::cached_plan_count() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->plans.size();
 }
 
-// Checks one input's dims against the declared ones; symbolic dims must agree across inputs.
-static Status check_dims(const IoInfo& io, const std::vector<int64_t>& dims, std::map<std::string, int64_t>& symbols) {
-  auto dims_str = [](const std::vector<int64_t>& d) {
-    std::string s = "[";
-    for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
-    return s + "]";
-  };
-  if (io.rank_known) {
-    if (io.dims.size() != dims.size())
-      return Status::error("input '" + io.name + "': expected rank " + std::to_string(io.dims.size()) +
-                           ", found rank " + std::to_string(dims.size()) + " " + dims_str(dims));
+size_t Session::allocated_bytes() const {
+  std::vector<std::shared_ptr<PlanEntry>> entries;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    for (auto& [k, e] : impl_->plans) entries.push_back(e);
   }
-  for (size_t i = 0; i < io.dims.size() && i < dims.size(); ++i) {
-    if (dims[i] < 0) return Status::error("input '" + io.name + "': negative dimension");
-    if (io.dims[i].value >= 0 && io.dims[i].value != dims[i])
-      return Status::error("input '" + io.name + "': dim " + std::to_string(i) + " must be " +
-                           std::to_string(io.dims[i].value) + ", found " + std::to_string(dims[i]) + " (shape " +
-                           dims_str(dims) + ")");
-    if (!io.dims[i].symbol.empty()) {
-      auto [it, fresh] = symbols.emplace(io.dims[i].symbol, dims[i]);
-      if (!fresh && it->second != dims[i])
-        return Status::error("input '" + io.name + "': dim " + std::to_string(i) + " ('" + io.dims[i].symbol +
-                             "') is " + std::to_string(dims[i]) + " but another input gave it " +
-                             std::to_string(it->second));
-    }
+  size_t n = impl_->constant_bytes;
+  for (auto& e : entries) {
+    std::lock_guard<std::mutex> lock(e->mu);
+    if (!e->plan) continue;
+    n += e->plan->report.weight_bytes - impl_->constant_bytes;  // kernel-held weights
+    for (auto& rc : e->free) n += rc->allocated_bytes();
+    const size_t busy = e->contexts - e->free.size();  // running now: same size as an idle one
+    n += busy * (e->plan->report.arena_bytes + e->plan->report.scratch_bytes);
   }
-  return Status::ok();
+  return n;
 }
 
 Result<PlanReport> Session::prepare(const std::map<std::string, std::vector<int64_t>>& input_shapes) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  std::vector<std::vector<int64_t>> dims;
-  std::map<std::string, int64_t> symbols;
-  for (const IoInfo& io : impl_->inputs) {
-    auto it = input_shapes.find(io.name);
-    if (it == input_shapes.end()) return Status::error("missing shape for input '" + io.name + "'");
-    Status s = check_dims(io, it->second, symbols);
-    if (!s.is_ok()) return s;
-    dims.push_back(it->second);
-  }
-  auto p = impl_->plan_for(dims);
-  if (!p.is_ok()) return p.status().or_code(StatusCode::kInvalidInput);
-  return p.value()->report;
+  return guarded([&]() -> Result<PlanReport> {
+    Dims dims;
+    std::map<std::string, int64_t> symbols;
+    for (const IoInfo& io : impl_->inputs) {
+      auto it = input_shapes.find(io.name);
+      if (it == input_shapes.end())
+        return Status::error(StatusCode::kInvalidInput, "missing shape for input '" + io.name + "'");
+      Status s = check_dims(io, it->second, symbols);
+      if (!s.is_ok()) return s;
+      dims.push_back(it->second);
+    }
+    for (auto& [name, d] : input_shapes) {
+      bool known = false;
+      for (const IoInfo& io : impl_->inputs) known = known || io.name == name;
+      if (!known) return Status::error(StatusCode::kInvalidInput, "unknown input '" + name + "'");
+    }
+    auto e = impl_->entry_for(dims);
+    if (!e.is_ok()) return e.status();
+    return e.value()->plan->report;
+  });
 }
 
 Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& inputs) {
-  return impl_->run(inputs, nullptr);
-}
-
-Result<std::vector<Tensor>> SessionImpl::run(const std::map<std::string, Tensor>& inputs,
-                                             std::vector<StepTiming>* timings) {
-  SessionImpl* impl_ = this;
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  for (auto& [name, t] : inputs) {
-    bool known = false;
-    for (const IoInfo& io : impl_->inputs) known = known || io.name == name;
-    if (!known) {
-      std::string names;
-      for (const IoInfo& io : impl_->inputs) names += (names.empty() ? "'" : ", '") + io.name + "'";
-      return Status::error("unknown input '" + name + "' (model inputs: " + names + ")");
-    }
-  }
-  std::vector<std::vector<int64_t>> dims;
-  std::vector<const Tensor*> ptrs;
-  std::map<std::string, int64_t> symbols;
-  for (const IoInfo& io : impl_->inputs) {
-    auto it = inputs.find(io.name);
-    if (it == inputs.end()) return Status::error("missing input '" + io.name + "'");
-    const Tensor& t = it->second;
-    if (t.dtype() != io.dtype)
-      return Status::error("input '" + io.name + "': expected dtype " + dtype_name(io.dtype) + ", found " +
-                           dtype_name(t.dtype()));
-    Status s = check_dims(io, t.dims(), symbols);
+  return guarded([&]() -> Result<std::vector<Tensor>> {
+    std::vector<Tensor> out;
+    Status s = impl_->run(inputs, out, true, nullptr);
     if (!s.is_ok()) return s;
-    dims.push_back(t.dims());
-    ptrs.push_back(&t);
-  }
-  auto p = impl_->plan_for(dims);
-  if (!p.is_ok()) return p.status().or_code(StatusCode::kInvalidInput);
-  // OpenMP's thread count is per calling thread: set it here, not only where the session was made.
-  omp_set_num_threads(impl_->threads);
-  auto r = execute_plan(impl_->graph, *p.value(), ptrs, impl_->threads, timings);
-  if (!r.is_ok()) return r.status().or_code(StatusCode::kInvalidInput);
-  return r;
+    return out;
+  });
 }
 
 Status Session::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>& outputs,
                     const RunOptions& run_options) {
-  auto r = impl_->run(inputs, run_options.profile);
-  if (!r.is_ok()) return r.status();
-  if (outputs.size() != r.value().size())
-    return Status::error(StatusCode::kInvalidInput, "run: " + std::to_string(outputs.size()) +
-                                                        " output tensors given, the model has " +
-                                                        std::to_string(r.value().size()));
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const Tensor& got = r.value()[i];
-    if (outputs[i].dtype() != got.dtype() || outputs[i].dims() != got.dims() || !outputs[i].data())
-      return Status::error(StatusCode::kInvalidInput, "run: output '" + impl_->outputs[i].name + "' must be " +
-                                                          dtype_name(got.dtype()) + " of the computed dims");
-    if (got.nbytes()) std::memcpy(outputs[i].data(), got.data(), got.nbytes());
-  }
-  return Status::ok();
+  return guarded([&]() -> Status { return impl_->run(inputs, outputs, false, run_options.profile); });
 }
 
 }  // namespace infera

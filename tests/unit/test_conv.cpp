@@ -201,7 +201,8 @@ Tensor run_threads(const std::string& op, std::map<std::string, Attribute> attrs
   std::vector<const TensorRef*> cp;
   for (auto& r : refs) cp.push_back(&r);
   TensorRef yr = TensorRef::of(y);
-  ComputeContext cctx(n, cp, {&yr}, threads);
+  std::vector<TensorRef*> op = {&yr};
+  ComputeContext cctx(n, cp, op, threads);
   EXPECT_TRUE(k.value()->compute(cctx).is_ok());
   return y;
 }

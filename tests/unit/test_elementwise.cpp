@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "op_test_util.h"
+#include "ops/activation.h"
 #include "ops/elementwise.h"
 
 namespace infera::test {
@@ -469,46 +470,75 @@ TEST(ElementwiseCast, IdentityAnyDtype) {
   EXPECT_EQ(std::memcmp(oh[0].data(), h.data(), h.nbytes()), 0);
 }
 
-TEST(ElementwiseActivation, MatchesKernels) {
+// The activation table: the op of each kind computes apply_activation with the table's defaults
+// or the node's parameters; the fast float loops match the double reference; NaN stays NaN.
+TEST(ElementwiseActivation, TableMatchesKernelsAndReference) {
   struct Case {
     const char* op;
-    float alpha, beta;
     std::map<std::string, Attribute> attrs;
     int64_t opset;
   };
   const std::vector<Case> cases = {
-      {"Relu", 0, 0, {}, 13},
-      {"LeakyRelu", 0.1f, 0, {{"alpha", attr_f(0.1f)}}, 13},
-      {"Sigmoid", 0, 0, {}, 13},
-      {"Tanh", 0, 0, {}, 13},
-      {"Clip", -0.3f, 0.6f, {{"min", attr_f(-0.3f)}, {"max", attr_f(0.6f)}}, 6},
-      {"HardSigmoid", 0.3f, 0.4f, {{"alpha", attr_f(0.3f)}, {"beta", attr_f(0.4f)}}, 13},
-      {"HardSwish", 0, 0, {}, 14},
-      {"Elu", 0.7f, 0, {{"alpha", attr_f(0.7f)}}, 13},
-      {"Selu", 1.5f, 1.1f, {{"alpha", attr_f(1.5f)}, {"gamma", attr_f(1.1f)}}, 13},
-      {"Softplus", 0, 0, {}, 13},
-      {"Identity", 0, 0, {}, 13},
+      {"Relu", {}, 13},
+      {"LeakyRelu", {{"alpha", attr_f(0.1f)}}, 13},
+      {"LeakyRelu", {}, 13},
+      {"Sigmoid", {}, 13},
+      {"Tanh", {}, 13},
+      {"HardSigmoid", {{"alpha", attr_f(0.3f)}, {"beta", attr_f(0.4f)}}, 13},
+      {"HardSigmoid", {}, 13},
+      {"HardSwish", {}, 14},
+      {"Elu", {{"alpha", attr_f(0.7f)}}, 13},
+      {"Selu", {{"alpha", attr_f(1.5f)}, {"gamma", attr_f(1.1f)}}, 13},
+      {"Selu", {}, 13},
+      {"Celu", {{"alpha", attr_f(0.5f)}}, 13},
+      {"Softplus", {}, 13},
+      {"Softsign", {}, 13},
+      {"Mish", {}, 18},
+      {"Gelu", {}, 20},
+      {"Gelu", {{"approximate", attr_s("tanh")}}, 20},
+      {"ThresholdedRelu", {{"alpha", attr_f(0.5f)}}, 13},
   };
   Tensor x = random_tensor({257}, 77, -6, 6);
+  x.data_as<float>()[3] = std::nanf("");
   for (auto& c : cases) {
+    const ActivationDef* d = activation_by_name(c.op);
+    ASSERT_NE(d, nullptr) << c.op;
+    Activation a = activation_default(d->kind);
+    if (d->alpha_attr && c.attrs.count(d->alpha_attr)) a.alpha = c.attrs.at(d->alpha_attr).f;
+    if (d->beta_attr && c.attrs.count(d->beta_attr)) a.beta = c.attrs.at(d->beta_attr).f;
+    if (c.attrs.count("approximate")) a.kind = ActKind::kGeluTanh;
     auto k = ok_run(c.op, c.attrs, {x}, c.opset);
+    ASSERT_EQ(k.size(), 1u) << c.op;
     Tensor y = x.clone();
-    ASSERT_TRUE(apply_activation(c.op, c.alpha, c.beta, y.data_as<float>(), y.numel())) << c.op;
+    apply_activation(a, y.data_as<float>(), y.numel());
     EXPECT_EQ(normalized_error(y, k[0]), 0) << c.op;
-  }
-  // Swish (SiLU at alpha 1) has no ONNX op before opset 22: compare with x * sigmoid(alpha x) in double.
-  for (float alpha : {1.f, 1.5f}) {
-    Tensor y = x.clone(), ref = x.clone();
     for (int64_t i = 0; i < x.numel(); ++i) {
-      double v = x.data_as<float>()[i];
-      ref.data_as<float>()[i] = static_cast<float>(v / (1.0 + std::exp(-alpha * v)));
+      const float xi = x.data_as<float>()[i], yi = y.data_as<float>()[i];
+      const double want = activation_ref<double>(a, xi);
+      if (std::isnan(xi)) {
+        EXPECT_TRUE(std::isnan(yi) && std::isnan(want)) << c.op << ": NaN in must give NaN out";
+        continue;
+      }
+      EXPECT_NEAR(yi, want, 2e-6 * std::max(1.0, std::fabs(want))) << c.op << " at x = " << xi;
     }
-    ASSERT_TRUE(apply_activation("Swish", alpha, 0, y.data_as<float>(), y.numel()));
-    EXPECT_LT(normalized_error(y, ref), 1e-6) << alpha;
   }
-  Tensor y = x.clone();
-  EXPECT_FALSE(apply_activation("Bogus", 0, 0, y.data_as<float>(), y.numel()));
-  EXPECT_EQ(normalized_error(y, x), 0);
+  // Kinds without an ONNX op of their own: Identity, Clip (bounds as parameters), Swish.
+  for (Activation a : {Activation{ActKind::kIdentity}, Activation{ActKind::kClip, -0.3f, 0.6f},
+                       Activation{ActKind::kSwish, 1.f}, Activation{ActKind::kSwish, 1.5f}}) {
+    Tensor y = x.clone();
+    apply_activation(a, y.data_as<float>(), y.numel());
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const float xi = x.data_as<float>()[i], yi = y.data_as<float>()[i];
+      const double want = activation_ref<double>(a, xi);
+      if (std::isnan(xi))
+        EXPECT_TRUE(std::isnan(yi)) << activation_name(a.kind);
+      else
+        EXPECT_NEAR(yi, want, 2e-6 * std::max(1.0, std::fabs(want))) << activation_name(a.kind);
+    }
+  }
+  EXPECT_EQ(activation_by_name("Bogus"), nullptr);
+  // Clip's table default is "no bound" (as Clip-11 without min/max).
+  EXPECT_EQ(activation_default(ActKind::kClip).alpha, -std::numeric_limits<float>::infinity());
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 #include <cstring>
 #include <limits>
 
-#include "graph/infer.h"
 #include "op_test_util.h"
+#include "ops/conv.h"
+#include "ops/infer.h"
+#include "ops/matmul.h"
 #include "passes/passes.h"
 
 namespace infera::test {
@@ -490,6 +492,18 @@ TEST(PassFuseMatmulAdd, LeavesWhatGemmCannotDo) {
 
 // ------------------------------------------------------------------ fuse_conv_activation
 
+// The typed activation of a fused node (its op, not an attribute string).
+Activation act_param(const Node& n) {
+  if (const auto* c = dynamic_cast<const ConvOp*>(n.op.get())) return c->activation();
+  if (const auto* g = dynamic_cast<const GemmOp*>(n.op.get())) return g->activation();
+  ADD_FAILURE() << n.label() << " has no typed conv/gemm op";
+  return {};
+}
+std::string act_of(const Node& n) {
+  const Activation a = act_param(n);
+  return a.is_identity() ? "" : activation_name(a.kind);
+}
+
 struct ActCase {
   std::string op;
   std::map<std::string, Attribute> attrs;
@@ -521,7 +535,7 @@ TEST(PassFuseConvActivation, EachActivation) {
     ASSERT_EQ(ops_of(b.g), std::vector<std::string>{"FusedConv"});
     const Node& f = b.g.nodes[0];
     EXPECT_EQ(f.domain, "com.infera");
-    EXPECT_EQ(f.attr_string("activation", ""), ac.op);
+    EXPECT_EQ(act_of(f), ac.op);
     EXPECT_EQ(f.attr_ints("strides"), (std::vector<int64_t>{2, 2}));
   }
 }
@@ -539,8 +553,8 @@ TEST(PassFuseConvActivation, ResidualAddAndOldClip) {
   ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"FusedConv", "FusedConv"}));
   EXPECT_EQ(b.g.nodes[0].inputs.size(), 4u);
   EXPECT_EQ(b.g.nodes[0].inputs[3], b.g.find_value("x"));
-  EXPECT_EQ(b.g.nodes[0].attr_string("activation", "?"), "Clip");
-  EXPECT_EQ(b.g.nodes[1].attr_string("activation", "?"), "");
+  EXPECT_EQ(act_of(b.g.nodes[0]), "Clip");
+  EXPECT_EQ(act_of(b.g.nodes[1]), "");
 }
 
 TEST(PassFuseConvActivation, HardSwishAsHardSigmoidTimesX) {
@@ -553,7 +567,7 @@ TEST(PassFuseConvActivation, HardSwishAsHardSigmoidTimesX) {
   auto p = make_fuse_conv_activation();
   run_and_compare(b.g, *p);
   ASSERT_EQ(ops_of(b.g), std::vector<std::string>{"FusedConv"});
-  EXPECT_EQ(b.g.nodes[0].attr_string("activation", ""), "HardSwish");
+  EXPECT_EQ(act_of(b.g.nodes[0]), "HardSwish");
 }
 
 TEST(PassFuseConvActivation, SwishAsSigmoidTimesX) {
@@ -572,8 +586,8 @@ TEST(PassFuseConvActivation, SwishAsSigmoidTimesX) {
   run_and_compare(b.g, *p);
   ASSERT_EQ(ops_of(b.g), (std::vector<std::string>{"FusedConv", "FusedConv", "Conv", "Sigmoid", "Mul"}));
   for (int i : {0, 1}) {
-    EXPECT_EQ(b.g.nodes[i].attr_string("activation", ""), "Swish");
-    EXPECT_EQ(b.g.nodes[i].attr_float("activation_alpha", 0.f), 1.f);
+    EXPECT_EQ(act_of(b.g.nodes[i]), "Swish");
+    EXPECT_EQ(act_param(b.g.nodes[i]).alpha, 1.f);
   }
   EXPECT_EQ(b.g.nodes[1].inputs.size(), 4u);
   EXPECT_GE(b.g.nodes[1].inputs[3], 0);  // the residual stayed
@@ -588,7 +602,7 @@ TEST(PassFuseConvActivation, FusedConvWithoutActivationTakesOne) {
   auto p = make_fuse_conv_activation();
   run_and_compare(b.g, *p);
   ASSERT_EQ(ops_of(b.g), std::vector<std::string>{"FusedConv"});
-  EXPECT_EQ(b.g.nodes[0].attr_string("activation", ""), "Swish");
+  EXPECT_EQ(act_of(b.g.nodes[0]), "Swish");
   EXPECT_EQ(b.g.nodes[0].inputs[3], b.g.find_value("x"));
 }
 

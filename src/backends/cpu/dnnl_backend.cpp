@@ -1,15 +1,21 @@
-// The oneDNN backend's entry points (query/create dispatch, layout reorders, describe) and
-// the shared kernel class. Op families live in dnnl_<family>.cpp.
-#include <omp.h>
+// The oneDNN backend: the Backend implementation (supports / create / conversions / describe),
+// the shared kernel class and the helpers of the op families (dnnl_<family>.cpp).
+#include "backends/cpu/dnnl_backend.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <map>
 
 #include "backends/cpu/dnnl_internal.h"
+#include "ops/conv.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/norm.h"
+#include "ops/pool.h"
+#include "ops/softmax.h"
+#include "ops/tensor_ops.h"
 
 namespace infera {
 namespace cpu {
@@ -40,10 +46,6 @@ memory::format_tag plain_tag(int rank) {
   }
 }
 
-memory::format_tag blocked_tag() {
-  return blocked_channel_block() == 16 ? memory::format_tag::nChw16c : memory::format_tag::nChw8c;
-}
-
 memory::desc plain_md(const Dims& dims) {
   if (dims.empty()) return memory::desc({1}, memory::data_type::f32, memory::format_tag::a);
   if (dims.size() > 6) {  // plain strides for higher ranks
@@ -54,23 +56,20 @@ memory::desc plain_md(const Dims& dims) {
   return memory::desc(dims, memory::data_type::f32, plain_tag(static_cast<int>(dims.size())));
 }
 
-memory::desc md_of(const Dims& dims, Layout l) {
-  if (l == Layout::kBlocked && dims.size() == 4) return memory::desc(dims, memory::data_type::f32, blocked_tag());
+memory::desc md_of(const Dims& dims, Format f) {
+  if (dims.size() == 4 && f == Format::kNChw16c)
+    return memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw16c);
+  if (dims.size() == 4 && f == Format::kNChw8c)
+    return memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw8c);
   return plain_md(dims);
 }
 
-bool has_in(const AccelRequest& req, size_t i) { return i < req.inputs.size() && req.inputs[i] != nullptr; }
-bool has_out(const AccelRequest& req, size_t i) { return i < req.outputs.size() && req.outputs[i] != nullptr; }
-Dims in_dims(const AccelRequest& req, size_t i) { return req.inputs[i]->shape.concrete(); }
-Dims out_dims(const AccelRequest& req, size_t i) { return req.outputs[i]->shape.concrete(); }
-Layout in_layout(const AccelRequest& req, size_t i) {
-  return i < req.input_layouts.size() ? req.input_layouts[i] : Layout::kPlain;
-}
-Layout out_layout(const AccelRequest& req, size_t i) {
-  return i < req.output_layouts.size() ? req.output_layouts[i] : Layout::kPlain;
+dnnl::primitive_attr user_scratchpad(dnnl::primitive_attr a) {
+  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return a;
 }
 
-bool all_float32(const AccelRequest& req) {
+bool all_float32(const StepRequest& req) {
   auto ok = [](const ValueInfo* v) {
     return !v || (v->dtype == DataType::kFloat32 && v->shape.rank_known && v->shape.fully_known());
   };
@@ -81,72 +80,42 @@ bool all_float32(const AccelRequest& req) {
   return !req.outputs.empty() && req.outputs[0] != nullptr;
 }
 
-std::vector<bool> blocked_slots(const std::vector<const ValueInfo*>& vals, const std::vector<int>& slots) {
-  std::vector<bool> r(vals.size(), false);
+std::vector<FormatSet> blocked_slots(const std::vector<const ValueInfo*>& vals, const std::vector<int>& slots) {
+  std::vector<FormatSet> r(vals.size(), kPlainOnly);
   for (int s : slots)
     if (s >= 0 && static_cast<size_t>(s) < vals.size() && vals[s] && !vals[s]->value && vals[s]->shape.rank() == 4)
-      r[s] = true;
+      r[s] |= format_bit(dnnl_blocked_format());
   return r;
 }
 
 // ---------------------------------------------------------------- activations
-bool activation_chain(const std::string& name, bool has_alpha, float alpha, bool has_beta, float beta,
-                      std::vector<EltOp>& out) {
+bool eltwise_chain(const Activation& a, std::vector<EltOp>& out) {
   using alg = dnnl::algorithm;
-  const float inf = std::numeric_limits<float>::infinity();
-  auto a = [&](float d) { return has_alpha ? alpha : d; };
-  auto b = [&](float d) { return has_beta ? beta : d; };
   out.clear();
-  if (name.empty() || name == "Identity" || name == "none") return true;
-  if (name == "Relu")
-    out.push_back({alg::eltwise_relu, 0.f, 0.f});
-  else if (name == "LeakyRelu")
-    out.push_back({alg::eltwise_relu, a(0.01f), 0.f});
-  else if (name == "Sigmoid")
-    out.push_back({alg::eltwise_logistic, 0.f, 0.f});
-  else if (name == "Tanh")
-    out.push_back({alg::eltwise_tanh, 0.f, 0.f});
-  else if (name == "Elu")
-    out.push_back({alg::eltwise_elu, a(1.f), 0.f});
-  else if (name == "Clip")
-    out.push_back({alg::eltwise_clip, a(-inf), b(inf)});
-  else if (name == "HardSwish")
-    out.push_back({alg::eltwise_hardswish, 0.f, 0.f});
-  else if (name == "HardSigmoid") {
-    out.push_back({alg::eltwise_linear, a(0.2f), b(0.5f)});
-    out.push_back({alg::eltwise_clip, 0.f, 1.f});
-  } else if (name == "Selu") {
-    out.push_back({alg::eltwise_elu, a(1.67326319217681884765625f), 0.f});
-    out.push_back({alg::eltwise_linear, b(1.05070102214813232421875f), 0.f});
-  } else if (name == "Softplus")
-    out.push_back({alg::eltwise_soft_relu, 0.f, 0.f});
-  else if (name == "Swish")
-    out.push_back({alg::eltwise_swish, a(1.f), 0.f});  // x * sigmoid(alpha x): SiLU
-  else if (name == "Mish")
-    out.push_back({alg::eltwise_mish, 0.f, 0.f});
-  else if (name == "Gelu")
-    out.push_back({alg::eltwise_gelu_erf, 0.f, 0.f});
-  else if (name == "GeluTanh")
-    out.push_back({alg::eltwise_gelu_tanh, 0.f, 0.f});
-  else if (name == "Exp")
-    out.push_back({alg::eltwise_exp, 0.f, 0.f});
-  else if (name == "Log")
-    out.push_back({alg::eltwise_log, 0.f, 0.f});
-  else if (name == "Sqrt")
-    out.push_back({alg::eltwise_sqrt, 0.f, 0.f});
-  else if (name == "Abs")
-    out.push_back({alg::eltwise_abs, 0.f, 0.f});
-  else if (name == "Neg")
-    out.push_back({alg::eltwise_linear, -1.f, 0.f});
-  else
-    return false;
-  return true;
-}
-
-bool fused_activation(const Node& n, std::vector<EltOp>& out) {
-  return activation_chain(n.attr_string("activation", ""), n.has_attr("activation_alpha"),
-                          n.attr_float("activation_alpha", 0.f), n.has_attr("activation_beta"),
-                          n.attr_float("activation_beta", 0.f), out);
+  switch (a.kind) {
+    case ActKind::kIdentity: return true;
+    case ActKind::kRelu: out.push_back({alg::eltwise_relu, 0.f, 0.f}); return true;
+    case ActKind::kLeakyRelu: out.push_back({alg::eltwise_relu, a.alpha, 0.f}); return true;
+    case ActKind::kSigmoid: out.push_back({alg::eltwise_logistic, 0.f, 0.f}); return true;
+    case ActKind::kTanh: out.push_back({alg::eltwise_tanh, 0.f, 0.f}); return true;
+    case ActKind::kElu: out.push_back({alg::eltwise_elu, a.alpha, 0.f}); return true;
+    case ActKind::kClip: out.push_back({alg::eltwise_clip, a.alpha, a.beta}); return true;
+    case ActKind::kHardSwish: out.push_back({alg::eltwise_hardswish, 0.f, 0.f}); return true;
+    case ActKind::kHardSigmoid:
+      out.push_back({alg::eltwise_linear, a.alpha, a.beta});
+      out.push_back({alg::eltwise_clip, 0.f, 1.f});
+      return true;
+    case ActKind::kSelu:
+      out.push_back({alg::eltwise_elu, a.alpha, 0.f});
+      out.push_back({alg::eltwise_linear, a.beta, 0.f});
+      return true;
+    case ActKind::kSoftplus: out.push_back({alg::eltwise_soft_relu, 0.f, 0.f}); return true;
+    case ActKind::kSwish: out.push_back({alg::eltwise_swish, a.alpha, 0.f}); return true;  // x * sigmoid(alpha x)
+    case ActKind::kMish: out.push_back({alg::eltwise_mish, 0.f, 0.f}); return true;
+    case ActKind::kGelu: out.push_back({alg::eltwise_gelu_erf, 0.f, 0.f}); return true;
+    case ActKind::kGeluTanh: out.push_back({alg::eltwise_gelu_tanh, 0.f, 0.f}); return true;
+    default: return false;
+  }
 }
 
 void append_eltwise_ops(dnnl::post_ops& po, const std::vector<EltOp>& ops) {
@@ -154,49 +123,106 @@ void append_eltwise_ops(dnnl::post_ops& po, const std::vector<EltOp>& ops) {
 }
 
 // ---------------------------------------------------------------- kernel
-memory DnnlKernel::bind_input(int i, const memory::desc& md) {
-  memory m(md, engine(), DNNL_MEMORY_NONE);
-  bindings_.push_back({m, false, i});
+memory DnnlKernel::placeholder(Kind kind, int index, const memory::desc& md) {
+  memory m = kind == Kind::kOwned ? memory(md, engine()) : memory(md, engine(), DNNL_MEMORY_NONE);
+  slots_.push_back({kind, index, m, md});
   return m;
 }
 
-memory DnnlKernel::bind_output(int i, const memory::desc& md) {
-  memory m(md, engine(), DNNL_MEMORY_NONE);
-  bindings_.push_back({m, true, i});
-  return m;
+memory DnnlKernel::bind_input(int i, const memory::desc& md) { return placeholder(Kind::kInput, i, md); }
+memory DnnlKernel::bind_output(int i, const memory::desc& md) { return placeholder(Kind::kOutput, i, md); }
+
+memory DnnlKernel::temp(const memory::desc& md) {
+  const int offset = static_cast<int>(temp_bytes_);
+  temp_bytes_ += (md.get_size() + 63) / 64 * 64;
+  return placeholder(Kind::kTemp, offset, md);
 }
 
-memory DnnlKernel::own(const memory::desc& md, bool is_weight) {
-  memory m(md, engine());
-  if (is_weight) weight_bytes_ += md.get_size();
-  return m;
+memory DnnlKernel::own(const memory::desc& md) {
+  weight_bytes_ += md.get_size();
+  return placeholder(Kind::kOwned, -1, md);
 }
 
-void DnnlKernel::add_step(const dnnl::primitive& p, std::unordered_map<int, memory> args, When when, int in, int out) {
-  steps_.push_back({p, std::move(args), when, in, out});
+int DnnlKernel::slot_of(const memory& m) const {
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].handle.get() == m.get()) return static_cast<int>(i);
+  return -1;
 }
 
-Status DnnlKernel::run(ComputeContext& ctx) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (ctx.num_threads > 0 && omp_get_max_threads() != ctx.num_threads) omp_set_num_threads(ctx.num_threads);
+void DnnlKernel::add_step(const dnnl::primitive& p, const std::unordered_map<int, memory>& args) {
+  Step s;
+  s.prim = p;
+  for (const auto& [arg, mem] : args) {
+    const int slot = slot_of(mem);
+    if (slot < 0) throw dnnl::error(dnnl_invalid_arguments, "a primitive argument is no memory of this kernel");
+    s.args.push_back({arg, slot});
+  }
+  const_dnnl_primitive_desc_t pd = p.get_primitive_desc();
+  const_dnnl_primitive_attr_t attr = nullptr;
+  dnnl_scratchpad_mode_t mode = dnnl_scratchpad_mode_library;
+  if (dnnl_primitive_desc_get_attr(pd, &attr) != dnnl_success ||
+      dnnl_primitive_attr_get_scratchpad_mode(attr, &mode) != dnnl_success || mode != dnnl_scratchpad_mode_user)
+    throw dnnl::error(dnnl_invalid_arguments, "a primitive was made without user_scratchpad()");
+  const dnnl_memory_desc_t* smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  if (smd) s.scratchpad = memory::desc(*smd);
+  scratchpad_bytes_ = std::max(scratchpad_bytes_, s.scratchpad.get_size());
+  steps_.push_back(std::move(s));
+}
+
+struct DnnlKernel::State : KernelState {
+  dnnl::stream stream;
+  std::vector<memory> mems;                        // per slot (owned slots share the kernel's)
+  std::vector<memory> scratchpads;                 // per step (empty when none)
+  std::vector<std::vector<dnnl_exec_arg_t>> args;  // per step, ready for dnnl_primitive_execute
+};
+
+std::unique_ptr<KernelState> DnnlKernel::make_state() const {
+  auto st = std::make_unique<State>();
+  st->stream = dnnl::stream(engine());
+  for (const Slot& s : slots_)
+    st->mems.push_back(s.kind == Kind::kOwned ? s.handle : memory(s.md, engine(), DNNL_MEMORY_NONE));
+  for (const Step& step : steps_) {
+    std::vector<dnnl_exec_arg_t> a;
+    for (const Arg& x : step.args) a.push_back({x.arg, st->mems[x.slot].get()});
+    memory pad;
+    if (step.scratchpad.get_size() > 0) {
+      pad = memory(step.scratchpad, engine(), DNNL_MEMORY_NONE);
+      a.push_back({DNNL_ARG_SCRATCHPAD, pad.get()});
+    }
+    st->scratchpads.push_back(pad);
+    st->args.push_back(std::move(a));
+  }
+  return st;
+}
+
+Status DnnlKernel::run(ComputeContext& ctx) const {
+  auto* st = static_cast<State*>(ctx.res.state);
+  if (!st) return ctx.error("oneDNN kernel run without its state");
+  if (ctx.res.scratch_bytes < scratch_bytes())
+    return ctx.error("oneDNN kernel: %zu scratch bytes given, %zu needed", ctx.res.scratch_bytes, scratch_bytes());
+  char* scratch = static_cast<char*>(ctx.res.scratch);
   try {
-    if (!stream_) stream_ = std::make_unique<dnnl::stream>(engine());
-    for (Binding& b : bindings_) {
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const Slot& s = slots_[i];
       void* p = nullptr;
-      if (b.output) {
-        if (ctx.has_output(b.slot)) p = ctx.out(b.slot).data;
-      } else if (ctx.has_input(b.slot)) {
-        p = ctx.in(b.slot).data;
+      switch (s.kind) {
+        case Kind::kOwned: continue;
+        case Kind::kInput: p = ctx.has_input(s.index) ? ctx.in(s.index).data : nullptr; break;
+        case Kind::kOutput: p = ctx.has_output(s.index) ? ctx.out(s.index).data : nullptr; break;
+        case Kind::kTemp: p = scratch + s.index; break;
       }
-      if (!p) return ctx.error("oneDNN kernel: no buffer for %s %d", b.output ? "output" : "input", b.slot);
-      b.mem.set_data_handle(p);
+      if (!p)
+        return ctx.error("oneDNN kernel: no buffer for %s %d", s.kind == Kind::kOutput ? "output" : "input", s.index);
+      st->mems[i].set_data_handle(p);
     }
-    for (Step& s : steps_) {
-      if (s.when != When::kAlways && (ctx.in(s.in).data == ctx.out(s.out).data) != (s.when == When::kIfAliased))
-        continue;
-      s.prim.execute(*stream_, s.args);
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      if (st->scratchpads[i]) st->scratchpads[i].set_data_handle(scratch + temp_bytes_);
+      const auto& a = st->args[i];
+      dnnl_status_t rc =
+          dnnl_primitive_execute(steps_[i].prim.get(), st->stream.get(), static_cast<int>(a.size()), a.data());
+      if (rc != dnnl_success) return ctx.error("oneDNN: primitive execution failed (status %d)", static_cast<int>(rc));
     }
-    stream_->wait();
+    st->stream.wait();
   } catch (const dnnl::error& e) {
     return ctx.error("oneDNN: %s", e.what());
   }
@@ -212,29 +238,28 @@ memory reorder_owned(DnnlKernel& k, const memory& src, const memory::desc& md) {
   return dst;
 }
 
-void log_impl(const AccelRequest& req, const std::string& impl) {
-  if (verbose() < 2) return;
-  std::string l;  // layouts, e.g. "BP>B": inputs blocked, plain; output blocked
+void log_impl(const StepRequest& req, const std::string& impl) {
+  if (std::max(req.verbose, verbose()) < 2) return;
+  std::string l;  // formats, e.g. "nChw16c,plain>nChw16c"
   for (size_t i = 0; i < req.inputs.size(); ++i)
-    l += !req.inputs[i] ? '-' : in_layout(req, i) == Layout::kBlocked ? 'B' : 'P';
+    l += std::string(i ? "," : "") + (!req.inputs[i] ? "-" : format_name(req.in_format(i)));
   l += '>';
   for (size_t i = 0; i < req.outputs.size(); ++i)
-    l += !req.outputs[i] ? '-' : out_layout(req, i) == Layout::kBlocked ? 'B' : 'P';
+    l += std::string(i ? "," : "") + (!req.outputs[i] ? "-" : format_name(req.out_format(i)));
   std::fprintf(stderr, "infera dnnl: %s [%s] %s -> %s\n", req.node->label().c_str(), l.c_str(),
                req.outputs[0]->shape.str().c_str(), impl.c_str());
 }
 
-std::pair<Layout, Layout> pick_layouts(Layout src, Layout dst,
-                                       const std::function<std::string(Layout, Layout)>& impl_of, bool gemm_ok) {
-  using L = Layout;
-  const std::pair<L, L> cands[] = {
-      {src, dst}, {src, L::kBlocked}, {L::kBlocked, L::kBlocked}, {L::kPlain, L::kBlocked}, {L::kPlain, L::kPlain}};
+std::pair<Format, Format> pick_formats(Format src, Format dst,
+                                       const std::function<std::string(Format, Format)>& impl_of, bool gemm_ok) {
+  const Format P = Format::kPlain, B = dnnl_blocked_format();
+  const std::pair<Format, Format> cands[] = {{src, dst}, {src, B}, {B, B}, {P, B}, {P, P}};
   // Rank: reference 0, im2col/gemm 1, direct jit/brgemm 2; the first best candidate wins.
   auto rank = [gemm_ok](const std::string& impl) {
     if (impl.rfind("ref", 0) == 0) return 0;
     return !gemm_ok && impl.find("gemm") != std::string::npos && impl.find("brg") == std::string::npos ? 1 : 2;
   };
-  std::pair<L, L> best{src, dst};
+  std::pair<Format, Format> best{src, dst};
   int best_rank = -1;
   for (size_t i = 0; i < std::size(cands) && best_rank < 2; ++i) {
     bool seen = false;
@@ -249,158 +274,62 @@ std::pair<Layout, Layout> pick_layouts(Layout src, Layout dst,
   return best;
 }
 
+static dnnl::reorder make_reorder(const memory::desc& from, const memory::desc& to) {
+  return dnnl::reorder(dnnl::reorder::primitive_desc(engine(), from, engine(), to, user_scratchpad()));
+}
+
 memory input_as(DnnlKernel& k, int slot, const memory::desc& given, const memory::desc& want) {
   memory bound = k.bind_input(slot, given);
   if (given == want) return bound;
-  memory scratch = k.own(want, false);
-  k.add_step(dnnl::reorder(bound, scratch), {{DNNL_ARG_FROM, bound}, {DNNL_ARG_TO, scratch}});
+  memory scratch = k.temp(want);
+  k.add_step(make_reorder(given, want), {{DNNL_ARG_FROM, bound}, {DNNL_ARG_TO, scratch}});
   return scratch;
 }
 
 OutputAs output_as(DnnlKernel& k, int slot, const memory::desc& given, const memory::desc& want) {
   memory bound = k.bind_output(slot, given);
-  return {given == want ? bound : k.own(want, false), bound};
+  return {given == want ? bound : k.temp(want), bound};
 }
 
 void OutputAs::finish(DnnlKernel& k) const {
   if (compute.get() == bound.get()) return;
-  k.add_step(dnnl::reorder(compute, bound), {{DNNL_ARG_FROM, compute}, {DNNL_ARG_TO, bound}});
+  k.add_step(make_reorder(compute.get_desc(), bound.get_desc()), {{DNNL_ARG_FROM, compute}, {DNNL_ARG_TO, bound}});
 }
 
 // ---------------------------------------------------------------- dispatch
 namespace {
 
 struct Family {
-  AccelSupport (*query)(const AccelRequest&);
-  std::unique_ptr<AccelKernel> (*create)(const AccelRequest&);
+  Support (*query)(const StepRequest&);
+  std::unique_ptr<DnnlKernel> (*create)(const StepRequest&);
 };
 
-const Family* family_of(const Node& n) {
-  static const std::map<std::string, Family> table = [] {
-    std::map<std::string, Family> t;
-    const Family conv{conv_query, conv_create}, gemm{gemm_query, gemm_create}, mm{matmul_query, matmul_create},
-        pool{pool_query, pool_create}, bn{bn_query, bn_create}, elt{eltwise_query, eltwise_create},
-        bin{binary_query, binary_create}, sm{softmax_query, softmax_create}, cat{concat_query, concat_create};
-    t["Conv"] = conv;
-    t["com.infera.FusedConv"] = conv;
-    t["ConvTranspose"] = {deconv_query, deconv_create};
-    t["Gemm"] = gemm;
-    t["com.infera.FusedGemm"] = gemm;
-    t["MatMul"] = mm;
-    for (const char* p : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}) t[p] = pool;
-    t["BatchNormalization"] = bn;
-    for (const char* e : {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Clip", "HardSigmoid", "HardSwish", "Selu",
-                          "Softplus", "Exp", "Log", "Sqrt", "Abs", "Neg", "Mish", "Gelu"})
-      t[e] = elt;
-    t["com.infera.Gelu"] = elt;
-    for (const char* b : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) t[b] = bin;
-    t["Softmax"] = sm;
-    t["LogSoftmax"] = sm;
-    t["Concat"] = cat;
-    return t;
-  }();
-  std::string key = (n.domain.empty() || n.domain == "ai.onnx") ? n.op_type : n.domain + "." + n.op_type;
-  auto it = table.find(key);
-  return it == table.end() ? nullptr : &it->second;
+// The family of a step, from its typed op (a few math ops have no typed attributes).
+const Family* family_of(const StepRequest& req) {
+  static const Family conv{conv_query, conv_create}, deconv{deconv_query, deconv_create}, gemm{gemm_query, gemm_create},
+      mm{matmul_query, matmul_create}, pool{pool_query, pool_create}, bn{bn_query, bn_create},
+      elt{eltwise_query, eltwise_create}, bin{binary_query, binary_create}, sm{softmax_query, softmax_create},
+      cat{concat_query, concat_create};
+  const OpKernel* op = req.op;
+  if (dynamic_cast<const ConvOp*>(op)) return &conv;
+  if (dynamic_cast<const ConvTransposeOp*>(op)) return &deconv;
+  if (dynamic_cast<const GemmOp*>(op)) return &gemm;
+  if (dynamic_cast<const PoolOp*>(op) || dynamic_cast<const GlobalPoolOp*>(op)) return &pool;
+  if (dynamic_cast<const BatchNormOp*>(op)) return &bn;
+  if (dynamic_cast<const ActivationOp*>(op) || dynamic_cast<const ClipOp*>(op)) return &elt;
+  if (dynamic_cast<const BinaryOp*>(op)) return &bin;
+  if (dynamic_cast<const SoftmaxOp*>(op)) return &sm;
+  if (dynamic_cast<const ConcatOp*>(op)) return &cat;
+  const Node& n = *req.node;
+  const bool onnx = n.domain.empty() || n.domain == "ai.onnx";
+  if (onnx && n.op_type == "MatMul") return &mm;
+  if (onnx &&
+      (n.op_type == "Exp" || n.op_type == "Log" || n.op_type == "Sqrt" || n.op_type == "Abs" || n.op_type == "Neg"))
+    return &elt;
+  return nullptr;
 }
 
-}  // namespace
-}  // namespace cpu
-
-AccelSupport dnnl_query(const AccelRequest& req) {
-  if (!req.node || !cpu::all_float32(req)) return {};
-  const cpu::Family* f = cpu::family_of(*req.node);
-  if (!f) return {};
-  try {
-    AccelSupport s = f->query(req);
-    if (!s.supported) return {};
-    s.input_blocked_ok.resize(req.inputs.size(), false);
-    s.output_blocked_ok.resize(req.outputs.size(), false);
-    return s;
-  } catch (const std::exception&) {
-    return {};
-  }
-}
-
-Result<std::unique_ptr<AccelKernel>> dnnl_create(const AccelRequest& req) {
-  if (!dnnl_query(req).supported) return std::unique_ptr<AccelKernel>();
-  const cpu::Family* f = cpu::family_of(*req.node);
-  if (req.num_threads > 0 && omp_get_max_threads() != req.num_threads) omp_set_num_threads(req.num_threads);
-  try {
-    return f->create(req);
-  } catch (const dnnl::error& e) {
-    if (cpu::verbose()) std::fprintf(stderr, "infera dnnl: %s declined: %s\n", req.node->label().c_str(), e.what());
-    return std::unique_ptr<AccelKernel>();
-  }
-}
-
-int blocked_channel_block() {
-  static const int block = [] {
-    using isa = dnnl::cpu_isa;
-    switch (dnnl::get_effective_cpu_isa()) {
-      case isa::avx512_core:
-      case isa::avx512_core_vnni:
-      case isa::avx512_core_bf16:
-      case isa::avx512_core_amx:
-      case isa::avx512_mic:
-      case isa::avx512_mic_4ops: return 16;
-      default: return 8;
-    }
-  }();
-  return block;
-}
-
-size_t blocked_bytes(const std::vector<int64_t>& dims) {
-  if (dims.size() != 4) {
-    size_t n = 4;
-    for (int64_t d : dims) n *= static_cast<size_t>(d);
-    return n;
-  }
-  const int64_t b = blocked_channel_block();
-  const int64_t c = (dims[1] + b - 1) / b * b;
-  return static_cast<size_t>(dims[0]) * c * dims[2] * dims[3] * sizeof(float);
-}
-
-namespace {
-using cpu::Dims;
-using dnnl::memory;
-
-// Reorder primitives between plain and blocked, made once per (dims, direction).
-Status reorder_layout(const TensorRef& src, TensorRef& dst, bool to_blocked) {
-  if (src.dtype != DataType::kFloat32 || dst.dtype != DataType::kFloat32 || src.dims != dst.dims)
-    return Status::error("reorder: expected two float32 tensors of the same dims");
-  struct Entry {
-    dnnl::reorder prim;
-    memory src, dst;
-    dnnl::stream stream;
-  };
-  static std::mutex mu;
-  static std::map<std::pair<Dims, bool>, std::unique_ptr<Entry>> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  try {
-    auto& e = cache[{src.dims, to_blocked}];
-    if (!e) {
-      using cpu::md_of;
-      memory s(md_of(src.dims, to_blocked ? Layout::kPlain : Layout::kBlocked), cpu::engine(), DNNL_MEMORY_NONE);
-      memory d(md_of(src.dims, to_blocked ? Layout::kBlocked : Layout::kPlain), cpu::engine(), DNNL_MEMORY_NONE);
-      e = std::make_unique<Entry>(Entry{dnnl::reorder(s, d), s, d, dnnl::stream(cpu::engine())});
-    }
-    e->src.set_data_handle(src.data);
-    e->dst.set_data_handle(dst.data);
-    e->prim.execute(e->stream, e->src, e->dst);
-    e->stream.wait();
-  } catch (const dnnl::error& err) {
-    return Status::error(std::string("reorder: oneDNN: ") + err.what());
-  }
-  return Status::ok();
-}
-
-}  // namespace
-
-Status reorder_to_plain(const TensorRef& blocked, TensorRef& plain) { return reorder_layout(blocked, plain, false); }
-Status reorder_to_blocked(const TensorRef& plain, TensorRef& blocked) { return reorder_layout(plain, blocked, true); }
-
-static const char* isa_name(dnnl::cpu_isa isa) {
+const char* isa_name(dnnl::cpu_isa isa) {
   using i = dnnl::cpu_isa;
   switch (isa) {
     case i::sse41: return "sse41";
@@ -417,52 +346,156 @@ static const char* isa_name(dnnl::cpu_isa isa) {
   }
 }
 
-std::string dnnl_describe() {
-  const dnnl_version_t* v = dnnl_version();
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "oneDNN %d.%d.%d%s%s%s, ISA %s, channel block %d", v->major, v->minor, v->patch,
-                std::strcmp(v->hash, "N/A") ? " (" : "", std::strcmp(v->hash, "N/A") ? v->hash : "",
-                std::strcmp(v->hash, "N/A") ? ")" : "", isa_name(dnnl::get_effective_cpu_isa()),
-                blocked_channel_block());
-  std::string r = buf;
-  // Probes through dnnl_create, so that infera's own choices (layouts, Winograd) show:
-  // ResNet-50's 3x3 conv 64->64 and 1x1 conv 64->256 at 56x56, batch 1.
-  for (int64_t m : {64, 256}) {
-    const int64_t k = m == 64 ? 3 : 1;
-    Node n;
-    n.name = "probe";
-    n.op_type = "Conv";
-    n.inputs = {0, 1};
-    n.outputs = {2};
-    Attribute pads;
-    pads.kind = Attribute::kInts;
-    pads.ints.assign(4, k / 2);
-    n.attrs["pads"] = pads;
-    auto w = Tensor::make(DataType::kFloat32, {m, 64, k, k});
-    if (!w.is_ok()) return r;
-    ValueInfo x{DataType::kFloat32, Shape::of({1, 64, 56, 56}), nullptr};
-    ValueInfo wi{DataType::kFloat32, Shape::of({m, 64, k, k}), std::make_shared<Tensor>(w.take())};
-    ValueInfo y{DataType::kFloat32, Shape::of({1, m, 56, 56}), nullptr};
-    for (Layout l : {Layout::kBlocked, Layout::kPlain}) {
-      AccelRequest req;
-      req.node = &n;
-      req.opset = 17;
-      req.inputs = {&x, &wi};
-      req.outputs = {&y};
-      req.input_layouts = {l, Layout::kPlain};
-      req.output_layouts = {l};
-      auto kern = dnnl_create(req);
-      std::snprintf(buf, sizeof buf, "\nconv %lldx%lld 64->%lld 56x56 %s: ", (long long)k, (long long)k, (long long)m,
-                    l == Layout::kBlocked ? "blocked" : "plain");
-      r += buf;
-      r += kern.is_ok() && kern.value() ? kern.value()->impl_name() : "declined";
+class DnnlBackend : public Backend {
+ public:
+  const char* name() const override { return "dnnl"; }
+  Device device() const override { return Device::cpu(); }
+
+  Support supports(const StepRequest& req) const override {
+    if (!req.node || !req.op) return Support::no("no node");
+    const Family* f = family_of(req);
+    if (!f) return Support::no("oneDNN has no kernel for this op");
+    if (!all_float32(req)) return Support::no("float32 only");
+    try {
+      Support s = f->query(req);
+      if (!s.ok) {
+        if (s.reason.empty()) s.reason = "shapes or attributes oneDNN does not take";
+        return s;
+      }
+      s.input_formats.resize(req.inputs.size(), kPlainOnly);
+      s.output_formats.resize(req.outputs.size(), kPlainOnly);
+      return s;
+    } catch (const std::exception& e) {
+      return Support::no(e.what());
     }
   }
-  return r;
+
+  Result<std::unique_ptr<StepKernel>> create(const StepRequest& req) const override {
+    Support s = supports(req);
+    if (!s.ok) return std::unique_ptr<StepKernel>();
+    const Family* f = family_of(req);
+    try {
+      std::unique_ptr<DnnlKernel> k = f->create(req);
+      if (!k) return std::unique_ptr<StepKernel>();
+      // oneDNN's reference implementations ("ref:any") are slower than our own kernels.
+      if (k->impl_name().find("ref:") != std::string::npos) {
+        if (std::max(req.verbose, verbose()) >= 1)
+          std::fprintf(stderr, "infera dnnl: %s declined: oneDNN offers only its reference implementation: %s\n",
+                       req.node->label().c_str(), k->impl_name().c_str());
+        return std::unique_ptr<StepKernel>();
+      }
+      log_impl(req, k->impl_name());
+      return std::unique_ptr<StepKernel>(std::move(k));
+    } catch (const dnnl::error& e) {
+      if (std::max(req.verbose, verbose()) >= 1)
+        std::fprintf(stderr, "infera dnnl: %s declined: %s\n", req.node->label().c_str(), e.what());
+      return std::unique_ptr<StepKernel>();
+    }
+  }
+
+  Result<std::unique_ptr<StepKernel>> create_convert(const ConvertRequest& req) const override {
+    const Format B = dnnl_blocked_format();
+    if (!req.from_device.is_cpu() || !req.to_device.is_cpu() || !req.value || req.value->dtype != DataType::kFloat32 ||
+        req.value->shape.rank() != 4 || !req.value->shape.fully_known())
+      return std::unique_ptr<StepKernel>();
+    if (!((req.from == Format::kPlain && req.to == B) || (req.from == B && req.to == Format::kPlain)))
+      return std::unique_ptr<StepKernel>();
+    const Dims d = req.value->shape.concrete();
+    try {
+      auto k = std::make_unique<DnnlKernel>("dnnl reorder");
+      memory src = k->bind_input(0, md_of(d, req.from)), dst = k->bind_output(0, md_of(d, req.to));
+      dnnl::reorder::primitive_desc pd(engine(), src.get_desc(), engine(), dst.get_desc(), user_scratchpad());
+      k->set_impl(pd.impl_info_str());
+      k->add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
+      return std::unique_ptr<StepKernel>(std::move(k));
+    } catch (const dnnl::error&) {
+      return std::unique_ptr<StepKernel>();
+    }
+  }
+
+  size_t value_bytes(const ValueInfo& v, Format f) const override {
+    return format_bytes(f, v.dtype, v.shape.concrete());
+  }
+
+  BackendInfo info() const override {
+    BackendInfo b;
+    b.name = name();
+    b.device = "cpu";
+    b.available = true;
+    const dnnl_version_t* v = dnnl_version();
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "oneDNN %d.%d.%d", v->major, v->minor, v->patch);
+    b.version = buf;
+    std::snprintf(buf, sizeof buf, "%s%s%s, ISA %s, blocked format %s", b.version.c_str(),
+                  std::strcmp(v->hash, "N/A") ? " git " : "", std::strcmp(v->hash, "N/A") ? v->hash : "",
+                  isa_name(dnnl::get_effective_cpu_isa()), format_name(dnnl_blocked_format()));
+    b.details = buf;
+    b.details += probe();
+    return b;
+  }
+
+ private:
+  // The implementations picked for ResNet-50's 3x3 conv 64->64 and 1x1 conv 64->256 at 56x56,
+  // batch 1, through create(), so that infera's own choices (formats, Winograd) show.
+  std::string probe() const {
+    std::string r;
+    for (int64_t m : {64, 256}) {
+      const int64_t k = m == 64 ? 3 : 1;
+      Node n;
+      n.name = "probe";
+      n.op_type = "Conv";
+      n.inputs = {0, 1};
+      n.outputs = {2};
+      Attribute pads;
+      pads.kind = Attribute::kInts;
+      pads.ints.assign(4, k / 2);
+      n.attrs["pads"] = pads;
+      auto op = make_kernel(n, 17);
+      auto w = Tensor::make(DataType::kFloat32, {m, 64, k, k});
+      if (!op.is_ok() || !w.is_ok()) return r;
+      ValueInfo x{DataType::kFloat32, Shape::of({1, 64, 56, 56}), nullptr};
+      ValueInfo wi{DataType::kFloat32, Shape::of({m, 64, k, k}), std::make_shared<Tensor>(w.take())};
+      ValueInfo y{DataType::kFloat32, Shape::of({1, m, 56, 56}), nullptr};
+      for (Format f : {dnnl_blocked_format(), Format::kPlain}) {
+        StepRequest req;
+        req.node = &n;
+        req.op = op.value().get();
+        req.opset = 17;
+        req.inputs = {&x, &wi};
+        req.outputs = {&y};
+        req.input_formats = {f, Format::kPlain};
+        req.output_formats = {f};
+        auto kern = create(req);
+        char buf[128];
+        std::snprintf(buf, sizeof buf, "\nconv %lldx%lld 64->%lld 56x56 %s: ", (long long)k, (long long)k, (long long)m,
+                      format_name(f));
+        r += buf;
+        r += kern.is_ok() && kern.value() ? kern.value()->impl_name() : "declined";
+      }
+    }
+    return r;
+  }
+};
+
+}  // namespace
+}  // namespace cpu
+
+Format dnnl_blocked_format() {
+  static const Format f = [] {
+    using isa = dnnl::cpu_isa;
+    switch (dnnl::get_effective_cpu_isa()) {
+      case isa::avx512_core:
+      case isa::avx512_core_vnni:
+      case isa::avx512_core_bf16:
+      case isa::avx512_core_amx:
+      case isa::avx512_mic:
+      case isa::avx512_mic_4ops: return Format::kNChw16c;
+      default: return Format::kNChw8c;
+    }
+  }();
+  return f;
 }
 
-void dnnl_set_threads(int n) {
-  if (n > 0) omp_set_num_threads(n);
-}
+std::shared_ptr<const Backend> make_dnnl_backend() { return std::make_shared<cpu::DnnlBackend>(); }
 
 }  // namespace infera

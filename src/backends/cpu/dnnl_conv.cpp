@@ -1,9 +1,9 @@
 // Conv and com.infera.FusedConv (X, W, B?, Z?; act(conv + B + Z)) through oneDNN convolution:
 // constant weights reordered once into the primitive's format, residual Z as a sum post-op
-// (in place when Y is Z's buffer; else a binary-add post-op or a copy into Y first), the
-// activation as eltwise post-ops. 3x3 stride-1 convs use Winograd where oneDNN has it
-// (INFERA_DNNL_WINOGRAD=0 turns that off). 1-D convs run as 2-D with H = 1. ConvTranspose
-// (2-D, non-negative pads) through oneDNN deconvolution.
+// (in place when the planner gave Y Z's buffer; else a binary-add post-op or a copy into Y
+// first), the activation as eltwise post-ops. Attributes come from the typed ConvOp. 3x3 stride-1 convs use Winograd
+// where oneDNN has it (INFERA_DNNL_WINOGRAD=0 turns that off). 1-D convs run as 2-D with H = 1. ConvTranspose (2-D,
+// non-negative pads) through oneDNN deconvolution.
 #include <cstdlib>
 
 #include "backends/cpu/dnnl_internal.h"
@@ -20,16 +20,13 @@ struct ConvPlan {
   std::vector<EltOp> act;
 };
 
-bool fused(const Node& n) { return n.domain == "com.infera" && n.op_type == "FusedConv"; }
-
-bool plan_conv(const AccelRequest& req, ConvPlan& p) {
-  const Node& n = *req.node;
-  if (!has_in(req, 0) || !has_in(req, 1) || !req.inputs[1]->value) return false;
-  const Dims x = in_dims(req, 0), w = in_dims(req, 1), y = out_dims(req, 0);
+bool plan_conv(const StepRequest& req, ConvPlan& p) {
+  const auto* op = dynamic_cast<const ConvOp*>(req.op);
+  if (!op || !req.has_in(0) || !req.has_in(1) || !req.inputs[1]->value) return false;
+  const Dims x = req.in_dims(0), w = req.in_dims(1), y = req.out_dims(0);
   const int rank = static_cast<int>(x.size());
   if ((rank != 3 && rank != 4) || w.size() != x.size() || y.size() != x.size()) return false;
-  ConvAttrs a;
-  if (!conv_attrs_parse(n, a).is_ok()) return false;
+  const ConvAttrs& a = op->attrs();
   std::vector<int64_t> pads, yd;
   if (!conv_resolve(a, x, w, pads, yd).is_ok() || yd != y) return false;
   const int k = rank - 2;
@@ -58,12 +55,12 @@ bool plan_conv(const AccelRequest& req, ConvPlan& p) {
   } else {
     p.w = w4;
   }
-  p.has_bias = has_in(req, 2);
-  if (p.has_bias && in_dims(req, 2) != Dims{y[1]}) return false;
-  if (fused(n)) {
-    p.has_z = has_in(req, 3);
-    if (p.has_z && in_dims(req, 3) != y) return false;
-    if (!fused_activation(n, p.act)) return false;
+  p.has_bias = req.has_in(2);
+  if (p.has_bias && req.in_dims(2) != Dims{y[1]}) return false;
+  if (op->fused()) {
+    p.has_z = req.has_in(3);
+    if (p.has_z && req.in_dims(3) != y) return false;
+    if (!eltwise_chain(op->activation(), p.act)) return false;
   } else if (req.inputs.size() > 3) {
     return false;
   }
@@ -80,31 +77,31 @@ bool winograd_enabled() {
 
 }  // namespace
 
-AccelSupport conv_query(const AccelRequest& req) {
+Support conv_query(const StepRequest& req) {
   ConvPlan p;
-  AccelSupport s;
-  if (!plan_conv(req, p)) return s;
-  s.supported = true;
-  s.input_blocked_ok = blocked_slots(req.inputs, {0, 3});
-  s.output_blocked_ok = blocked_slots(req.outputs, {0});
+  if (!plan_conv(req, p)) return Support::no("a conv oneDNN does not take (non-constant W, rank, pads, activation)");
+  Support s;
+  s.ok = true;
+  s.input_formats = blocked_slots(req.inputs, {0, 3});
+  s.output_formats = blocked_slots(req.outputs, {0});
+  if (p.has_z) s.in_place.emplace_back(3, 0);  // the residual's buffer becomes Y: sum post-op in place
   return s;
 }
 
-std::unique_ptr<AccelKernel> conv_create(const AccelRequest& req) {
+std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req) {
   using namespace dnnl;
-  using When = DnnlKernel::When;
   ConvPlan p;
   if (!plan_conv(req, p)) return nullptr;
   const bool four = req.inputs[0]->shape.rank() == 4;
-  const Layout ls = four ? in_layout(req, 0) : Layout::kPlain, ld = four ? out_layout(req, 0) : Layout::kPlain;
+  const Format ls = four ? req.in_format(0) : Format::kPlain, ld = four ? req.out_format(0) : Format::kPlain;
   const memory::desc w_any(p.w, memory::data_type::f32, memory::format_tag::any);
   const memory::desc b_md =
       p.has_bias ? memory::desc({p.y[1]}, memory::data_type::f32, memory::format_tag::a) : memory::desc();
   const memory::desc z_md =
-      p.has_z ? md_of(p.y, req.inputs[3]->shape.rank() == 4 ? in_layout(req, 3) : Layout::kPlain) : memory::desc();
+      p.has_z ? md_of(p.y, req.inputs[3]->shape.rank() == 4 ? req.in_format(3) : Format::kPlain) : memory::desc();
   // residual: 0 none, 1 sum post-op, 2 binary-add post-op reading Z.
   algorithm alg = algorithm::convolution_auto;
-  auto make_pd = [&](Layout sl, Layout dl, int residual) {
+  auto make_pd = [&](Format sl, Format dl, int residual) {
     convolution_forward::desc d(prop_kind::forward_inference, alg, md_of(p.x, sl), w_any, b_md, md_of(p.y, dl),
                                 p.strides, p.dilates, p.pad_l, p.pad_r);
     post_ops po;
@@ -113,16 +110,16 @@ std::unique_ptr<AccelKernel> conv_create(const AccelRequest& req) {
     append_eltwise_ops(po, p.act);
     primitive_attr attr;
     attr.set_post_ops(po);
-    return convolution_forward::primitive_desc(d, attr, engine());
+    return convolution_forward::primitive_desc(d, user_scratchpad(attr), engine());
   };
   const int residual = p.has_z ? 1 : 0;
   bool pointwise = true;  // 1x1, stride 1, no padding: gemm needs no im2col
   for (size_t i = 0; i < 2; ++i)
     pointwise = pointwise && p.w[p.w.size() - 2 + i] == 1 && p.strides[i] == 1 && p.pad_l[i] == 0 && p.pad_r[i] == 0;
   auto [cs, cd] =
-      four ? pick_layouts(
-                 ls, ld, [&](Layout a, Layout b) { return make_pd(a, b, residual).impl_info_str(); }, pointwise)
-           : std::pair<Layout, Layout>{ls, ld};
+      four ? pick_formats(
+                 ls, ld, [&](Format a, Format b) { return make_pd(a, b, residual).impl_info_str(); }, pointwise)
+           : std::pair<Format, Format>{ls, ld};
   convolution_forward::primitive_desc pd = make_pd(cs, cd, residual);
   if (four && winograd_enabled() && p.group == 1 && p.w[2] == 3 && p.w[3] == 3 && p.strides == Dims{1, 1} &&
       p.dilates == Dims{0, 0} && p.y[0] * p.y[2] * p.y[3] >= 196) {
@@ -149,37 +146,39 @@ std::unique_ptr<AccelKernel> conv_create(const AccelRequest& req) {
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
   if (p.has_bias) args[DNNL_ARG_BIAS] = k->bind_input(2, b_md);
   if (!p.has_z) {
-    k->add_step(convolution_forward(pd), std::move(args));
+    k->add_step(convolution_forward(pd), args);
   } else if (dst.get() != out.bound.get()) {
-    // Computing in a scratch: copy Z into it, sum, reorder into Y.
+    // Computing in a temporary: copy Z into it, sum, reorder into Y.
     memory z = k->bind_input(3, z_md);
-    k->add_step(reorder(z, dst), {{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, dst}});
-    k->add_step(convolution_forward(pd), std::move(args));
+    k->add_step(dnnl::reorder(reorder::primitive_desc(engine(), z_md, engine(), dst.get_desc(), user_scratchpad())),
+                {{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, dst}});
+    k->add_step(convolution_forward(pd), args);
+  } else if (req.alias_of(0) == 3) {
+    // Y is Z's buffer (the planner made the step in place): sum post-op, nothing to copy.
+    k->add_step(convolution_forward(pd), args);
   } else {
-    // Y already holding Z: sum post-op in place. Otherwise, for the blocked layout, read Z
-    // through a binary-add post-op (no copy pass) when the same kernel takes it; else copy Z
-    // into Y and sum.
+    // Read Z through a binary-add post-op (no copy pass) when the same kernel takes it;
+    // else copy Z into Y and sum.
     memory z = k->bind_input(3, z_md);
-    k->add_step(convolution_forward(pd), args, When::kIfAliased, 3, 0);
     bool binary_ok = false;
-    if (z_md == pd.dst_desc() && cd == Layout::kBlocked) {
+    if (z_md == pd.dst_desc() && is_blocked(cd)) {
       try {
         convolution_forward::primitive_desc pd_bin = make_pd(cs, cd, 2);
         if (std::string(pd_bin.impl_info_str()) == pd.impl_info_str() && pd_bin.weights_desc() == pd.weights_desc()) {
           args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = z;
-          k->add_step(convolution_forward(pd_bin), std::move(args), When::kIfDistinct, 3, 0);
+          k->add_step(convolution_forward(pd_bin), args);
           binary_ok = true;
         }
       } catch (const dnnl::error&) {
       }
     }
     if (!binary_ok) {
-      k->add_step(reorder(z, dst), {{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, dst}}, When::kIfDistinct, 3, 0);
-      k->add_step(convolution_forward(pd), std::move(args), When::kIfDistinct, 3, 0);
+      k->add_step(dnnl::reorder(reorder::primitive_desc(engine(), z_md, engine(), dst.get_desc(), user_scratchpad())),
+                  {{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, dst}});
+      k->add_step(convolution_forward(pd), args);
     }
   }
   out.finish(*k);
-  log_impl(req, k->impl_name());
   return k;
 }
 
@@ -196,12 +195,12 @@ struct DeconvPlan {
   bool has_bias = false;
 };
 
-bool plan_deconv(const AccelRequest& req, DeconvPlan& p) {
-  if (!has_in(req, 0) || !has_in(req, 1) || !req.inputs[1]->value || req.inputs.size() > 3) return false;
-  const Dims x = in_dims(req, 0), w = in_dims(req, 1), y = out_dims(req, 0);
+bool plan_deconv(const StepRequest& req, DeconvPlan& p) {
+  const auto* op = dynamic_cast<const ConvTransposeOp*>(req.op);
+  if (!op || !req.has_in(0) || !req.has_in(1) || !req.inputs[1]->value || req.inputs.size() > 3) return false;
+  const Dims x = req.in_dims(0), w = req.in_dims(1), y = req.out_dims(0);
   if (x.size() != 4 || w.size() != 4 || y.size() != 4) return false;
-  ConvTransposeAttrs a;
-  if (!conv_transpose_attrs_parse(*req.node, a).is_ok()) return false;
+  const ConvTransposeAttrs& a = op->attrs();
   std::vector<int64_t> pads, yd;
   if (!conv_transpose_resolve(a, x, w, pads, yd).is_ok() || yd != y) return false;
   p.group = a.group;
@@ -215,36 +214,36 @@ bool plan_deconv(const AccelRequest& req, DeconvPlan& p) {
   }
   p.x = x, p.y = y;
   p.w = p.group > 1 ? Dims{p.group, w[1], w[0] / p.group, w[2], w[3]} : Dims{w[1], w[0], w[2], w[3]};
-  p.has_bias = has_in(req, 2);
-  if (p.has_bias && in_dims(req, 2) != Dims{y[1]}) return false;
+  p.has_bias = req.has_in(2);
+  if (p.has_bias && req.in_dims(2) != Dims{y[1]}) return false;
   return true;
 }
 
 }  // namespace
 
-AccelSupport deconv_query(const AccelRequest& req) {
+Support deconv_query(const StepRequest& req) {
   DeconvPlan p;
-  AccelSupport s;
-  if (!plan_deconv(req, p)) return s;
-  s.supported = true;
-  s.input_blocked_ok = blocked_slots(req.inputs, {0});
-  s.output_blocked_ok = blocked_slots(req.outputs, {0});
+  if (!plan_deconv(req, p)) return Support::no("a ConvTranspose oneDNN does not take (2-D, constant W, pads >= 0)");
+  Support s;
+  s.ok = true;
+  s.input_formats = blocked_slots(req.inputs, {0});
+  s.output_formats = blocked_slots(req.outputs, {0});
   return s;
 }
 
-std::unique_ptr<AccelKernel> deconv_create(const AccelRequest& req) {
+std::unique_ptr<DnnlKernel> deconv_create(const StepRequest& req) {
   using namespace dnnl;
   DeconvPlan p;
   if (!plan_deconv(req, p)) return nullptr;
-  const Layout ls = in_layout(req, 0), ld = out_layout(req, 0);
+  const Format ls = req.in_format(0), ld = req.out_format(0);
   const memory::desc w_any(p.w, memory::data_type::f32, memory::format_tag::any);
   const memory::desc b_md = p.has_bias ? plain_md({p.y[1]}) : memory::desc();
-  auto make_pd = [&](Layout sl, Layout dl) {
+  auto make_pd = [&](Format sl, Format dl) {
     deconvolution_forward::desc d(prop_kind::forward_inference, algorithm::deconvolution_direct, md_of(p.x, sl), w_any,
                                   b_md, md_of(p.y, dl), p.strides, p.dilates, p.pad_l, p.pad_r);
-    return deconvolution_forward::primitive_desc(d, engine());
+    return deconvolution_forward::primitive_desc(d, user_scratchpad(), engine());
   };
-  auto [cs, cd] = pick_layouts(ls, ld, [&](Layout a, Layout b) { return make_pd(a, b).impl_info_str(); });
+  auto [cs, cd] = pick_formats(ls, ld, [&](Format a, Format b) { return make_pd(a, b).impl_info_str(); });
   const deconvolution_forward::primitive_desc pd = make_pd(cs, cd);
   auto k = std::make_unique<DnnlKernel>("dnnl deconv");
   k->set_impl(pd.impl_info_str() + std::string(cs != ls || cd != ld ? " (via reorders)" : ""));
@@ -258,9 +257,8 @@ std::unique_ptr<AccelKernel> deconv_create(const AccelRequest& req) {
   OutputAs out = output_as(*k, 0, md_of(p.y, ld), pd.dst_desc());
   args[DNNL_ARG_DST] = out.compute;
   if (p.has_bias) args[DNNL_ARG_BIAS] = k->bind_input(2, b_md);
-  k->add_step(deconvolution_forward(pd), std::move(args));
+  k->add_step(deconvolution_forward(pd), args);
   out.finish(*k);
-  log_impl(req, k->impl_name());
   return k;
 }
 

@@ -1,17 +1,17 @@
-// Shared pieces of the oneDNN backend: the global engine, memory descriptors for the
-// plain/blocked layouts, the one kernel class every op family builds, and the family hooks.
+// Shared pieces of the oneDNN backend: the engine, memory descriptors per format, the one kernel
+// class every op family builds, and the family hooks.
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "backends/cpu/backend.h"
+#include "backends/cpu/dnnl_backend.h"
+#include "ops/activation.h"
 
 namespace infera::cpu {
 
@@ -19,96 +19,100 @@ using dnnl::memory;
 using Dims = std::vector<int64_t>;
 
 dnnl::engine& engine();
-// INFERA_VERBOSE: >= 1 prints why oneDNN declined a node (the planner prints the kernels
-// picked); >= 2 also prints every kernel made, including those of discarded plan attempts.
+// INFERA_VERBOSE: >= 2 prints every kernel made (including those of discarded plan attempts).
 int verbose();
 
-memory::format_tag plain_tag(int rank);  // a, ab, abc, abcd, ... (0 for rank > 6)
-memory::format_tag blocked_tag();        // nChw16c (AVX-512) or nChw8c
+memory::format_tag plain_tag(int rank);  // a, ab, abc, abcd, ... (undef for rank > 6)
 memory::desc plain_md(const Dims& dims);
-// float32 descriptor of dims in layout l (blocked only applies to 4-D).
-memory::desc md_of(const Dims& dims, Layout l);
+// float32 descriptor of dims in format f (blocked formats only apply to 4-D).
+memory::desc md_of(const Dims& dims, Format f);
+inline bool is_blocked(Format f) { return f == Format::kNChw8c || f == Format::kNChw16c; }
+// Every primitive gets a user-managed scratchpad (the run context's scratch memory): oneDNN's
+// library-managed one is per thread and sized where a primitive was made, which broke runs
+// from threads other than the one that made the plan.
+dnnl::primitive_attr user_scratchpad(dnnl::primitive_attr a = {});
 
-// True when every present input and output of the request is float32 with a known shape.
-bool all_float32(const AccelRequest& req);
-bool has_in(const AccelRequest& req, size_t i);
-bool has_out(const AccelRequest& req, size_t i);
-Dims in_dims(const AccelRequest& req, size_t i);
-Dims out_dims(const AccelRequest& req, size_t i);
-Layout in_layout(const AccelRequest& req, size_t i);
-Layout out_layout(const AccelRequest& req, size_t i);
-// Per-slot blocked flags: true for the listed slots when that value is a 4-D non-constant.
-std::vector<bool> blocked_slots(const std::vector<const ValueInfo*>& vals, const std::vector<int>& slots);
+// True when every present input and output is float32 with a known shape.
+bool all_float32(const StepRequest& req);
+// Per-slot format sets: plain for all, plus the blocked format for the listed slots whose
+// value is a 4-D non-constant.
+std::vector<FormatSet> blocked_slots(const std::vector<const ValueInfo*>& vals, const std::vector<int>& slots);
 
-// One eltwise step: fused activations are chains of these (HardSigmoid = linear, clip).
+// One eltwise step: activations are chains of these (HardSigmoid = linear, clip).
 struct EltOp {
   dnnl::algorithm alg;
   float alpha = 0.f;
   float beta = 0.f;
 };
-// Activation by ONNX op name ("Relu", "LeakyRelu", "Clip", ...) with its parameters; the
-// has_* flags say whether alpha/beta were given (else ONNX defaults). False if unknown.
-bool activation_chain(const std::string& name, bool has_alpha, float alpha, bool has_beta, float beta,
-                      std::vector<EltOp>& out);
-// The fused activation of a com.infera.Fused* node ("activation", "activation_alpha/beta").
-bool fused_activation(const Node& n, std::vector<EltOp>& out);
+// The eltwise chain of an activation of the table; false when oneDNN has none for it.
+bool eltwise_chain(const Activation& a, std::vector<EltOp>& out);
 void append_eltwise_ops(dnnl::post_ops& po, const std::vector<EltOp>& ops);
 
-// The kernel every family builds: primitives run in order on one stream; memories are bound
-// to the context's input/output buffers by set_data_handle at each run (no allocation).
-class DnnlKernel : public AccelKernel {
+// The kernel every family builds. While building, memories stand for what a run binds: an
+// input or output slot (bind_*), per-run temporaries in the scratch (temp), or data owned by
+// the kernel and fixed at creation (own: reordered weights, folded constants). Each run
+// context's state holds its own memory objects and stream; steps run with prebuilt argument
+// arrays, so a run allocates nothing.
+class DnnlKernel : public StepKernel {
  public:
   explicit DnnlKernel(std::string name) : name_(std::move(name)) {}
-  // A memory with no buffer, bound at run to input/output slot i.
   memory bind_input(int i, const memory::desc& md);
   memory bind_output(int i, const memory::desc& md);
-  // A memory owned by the kernel (reordered weights, folded constants, scratch).
-  memory own(const memory::desc& md, bool is_weight = true);
-  // When a step runs: always, or only when input slot `in` and output slot `out` share a
-  // buffer (kIfAliased) or do not (kIfDistinct); e.g. a residual already in the output.
-  enum class When { kAlways, kIfAliased, kIfDistinct };
-  void add_step(const dnnl::primitive& p, std::unordered_map<int, memory> args, When when = When::kAlways, int in = -1,
-                int out = -1);
+  memory temp(const memory::desc& md);
+  memory own(const memory::desc& md);
+  // Adds a primitive (made with user_scratchpad()) with its arguments, in execution order.
+  void add_step(const dnnl::primitive& p, const std::unordered_map<int, memory>& args);
   void set_impl(const std::string& s) { impl_ = s; }
-  Status run(ComputeContext& ctx) override;
+
+  Status run(ComputeContext& ctx) const override;
+  std::unique_ptr<KernelState> make_state() const override;
+  size_t scratch_bytes() const override { return temp_bytes_ + scratchpad_bytes_; }
   size_t weight_bytes() const override { return weight_bytes_; }
   std::string impl_name() const override { return name_ + " " + impl_; }
+  size_t primitive_count() const { return steps_.size(); }
 
  private:
-  struct Binding {
-    memory mem;
-    bool output;
-    int slot;
+  enum class Kind { kInput, kOutput, kTemp, kOwned };
+  struct Slot {
+    Kind kind;
+    int index;      // input/output slot, or the temp's byte offset into the scratch
+    memory handle;  // kOwned: the memory itself; else the placeholder the family code holds
+    memory::desc md;
+  };
+  struct Arg {
+    int arg;   // DNNL_ARG_*
+    int slot;  // into slots_
   };
   struct Step {
     dnnl::primitive prim;
-    std::unordered_map<int, memory> args;
-    When when;
-    int in, out;
+    std::vector<Arg> args;
+    memory::desc scratchpad;  // zero-size when the primitive needs none
   };
+  struct State;
+  int slot_of(const memory& m) const;
+  memory placeholder(Kind kind, int index, const memory::desc& md);
+
   std::string name_, impl_;
-  std::vector<Binding> bindings_;
+  std::vector<Slot> slots_;
   std::vector<Step> steps_;
-  size_t weight_bytes_ = 0;
-  std::unique_ptr<dnnl::stream> stream_;
-  std::mutex mu_;  // run() rebinds handles: one run at a time per kernel
+  size_t temp_bytes_ = 0, scratchpad_bytes_ = 0, weight_bytes_ = 0;
 };
 
 // Reorders src memory into a new owned memory of md (weights into the primitive's format).
 memory reorder_owned(DnnlKernel& k, const memory& src, const memory::desc& md);
 
-void log_impl(const AccelRequest& req, const std::string& impl);
+void log_impl(const StepRequest& req, const std::string& impl);
 
-// The layouts (src, dst) to compute a 4-D op in: the requested ones unless oneDNN has only
-// its reference or im2col-gemm implementation for them (mixed layouts, padded blocked input,
-// plain convs), then the first of (src, blocked), (blocked, blocked), (plain, blocked),
-// (plain, plain) with a better one; reorders bridge the difference. impl_of returns the
-// implementation name for a pair (or throws dnnl::error). gemm_ok: gemm is as good as jit
-// (1x1 stride-1 convs need no im2col; measured: plain gemm beats reorders + jit there).
-std::pair<Layout, Layout> pick_layouts(Layout src, Layout dst,
-                                       const std::function<std::string(Layout, Layout)>& impl_of, bool gemm_ok = false);
+// The formats (src, dst) to compute a 4-D op in: the requested ones unless oneDNN has only
+// its reference or im2col-gemm implementation for them (mixed formats, padded blocked input,
+// plain convs), then the first of (src, B), (B, B), (plain, B), (plain, plain) with a better
+// one (B = blocked); reorders bridge the difference. impl_of returns the implementation name for
+// a pair (or throws dnnl::error). gemm_ok: gemm is as good as jit (1x1 stride-1 convs need no
+// im2col; measured: plain gemm beats reorders + jit there).
+std::pair<Format, Format> pick_formats(Format src, Format dst,
+                                       const std::function<std::string(Format, Format)>& impl_of, bool gemm_ok = false);
 // Memory for an input bound to `slot` as the primitive reads it: the bound buffer itself when
-// `want` is its layout, else a kernel-owned scratch filled by a reorder step added now.
+// `want` is its format, else a temporary filled by a reorder step added now.
 memory input_as(DnnlKernel& k, int slot, const memory::desc& given, const memory::desc& want);
 // The same for an output: `finish` must be called after the main step (adds the reorder).
 struct OutputAs {
@@ -117,27 +121,27 @@ struct OutputAs {
 };
 OutputAs output_as(DnnlKernel& k, int slot, const memory::desc& given, const memory::desc& want);
 
-// Op families: query (cheap) and create. Create throws dnnl::error on failure (caught by
-// dnnl_create and turned into a decline).
-AccelSupport conv_query(const AccelRequest& req);
-std::unique_ptr<AccelKernel> conv_create(const AccelRequest& req);
-AccelSupport deconv_query(const AccelRequest& req);
-std::unique_ptr<AccelKernel> deconv_create(const AccelRequest& req);
-AccelSupport gemm_query(const AccelRequest& req);
-std::unique_ptr<AccelKernel> gemm_create(const AccelRequest& req);
-AccelSupport matmul_query(const AccelRequest& req);
-std::unique_ptr<AccelKernel> matmul_create(const AccelRequest& req);
-AccelSupport pool_query(const AccelRequest& req);
-std::unique_ptr<AccelKernel> pool_create(const AccelRequest& req);
-AccelSupport bn_query(const AccelRequest& req);
-std::unique_ptr<AccelKernel> bn_create(const AccelRequest& req);
-AccelSupport eltwise_query(const AccelRequest& req);
-std::unique_ptr<AccelKernel> eltwise_create(const AccelRequest& req);
-AccelSupport binary_query(const AccelRequest& req);
-std::unique_ptr<AccelKernel> binary_create(const AccelRequest& req);
-AccelSupport softmax_query(const AccelRequest& req);
-std::unique_ptr<AccelKernel> softmax_create(const AccelRequest& req);
-AccelSupport concat_query(const AccelRequest& req);
-std::unique_ptr<AccelKernel> concat_create(const AccelRequest& req);
+// Op families: query (cheap) and create. Create throws dnnl::error on failure (caught by the
+// backend and turned into a decline).
+Support conv_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req);
+Support deconv_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> deconv_create(const StepRequest& req);
+Support gemm_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> gemm_create(const StepRequest& req);
+Support matmul_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> matmul_create(const StepRequest& req);
+Support pool_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> pool_create(const StepRequest& req);
+Support bn_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> bn_create(const StepRequest& req);
+Support eltwise_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> eltwise_create(const StepRequest& req);
+Support binary_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> binary_create(const StepRequest& req);
+Support softmax_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> softmax_create(const StepRequest& req);
+Support concat_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> concat_create(const StepRequest& req);
 
 }  // namespace infera::cpu

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backends/cpu/dnnl_internal.h"
+#include "ops/matmul.h"
 
 namespace infera::cpu {
 namespace {
@@ -15,26 +16,27 @@ struct GemmPlan {
   bool has_c = false, c_const = false;
   int64_t cm = 1, cn = 1;  // C broadcast to [cm, cn]
   std::vector<EltOp> act;
+  bool fused = false;
 };
 
-bool plan_gemm(const AccelRequest& req, GemmPlan& p) {
-  const Node& nd = *req.node;
-  if (!has_in(req, 0) || !has_in(req, 1)) return false;
-  const Dims a = in_dims(req, 0), b = in_dims(req, 1), y = out_dims(req, 0);
+bool plan_gemm(const StepRequest& req, GemmPlan& p) {
+  const auto* op = dynamic_cast<const GemmOp*>(req.op);
+  if (!op || !req.has_in(0) || !req.has_in(1)) return false;
+  const Dims a = req.in_dims(0), b = req.in_dims(1), y = req.out_dims(0);
   if (a.size() != 2 || b.size() != 2 || y.size() != 2) return false;
-  p.trans_a = nd.attr_int("transA", 0) != 0;
-  p.trans_b = nd.attr_int("transB", 0) != 0;
-  p.alpha = nd.attr_float("alpha", 1.f);
-  p.beta = nd.attr_float("beta", 1.f);
+  p.trans_a = op->attrs().trans_a;
+  p.trans_b = op->attrs().trans_b;
+  p.alpha = op->attrs().alpha;
+  p.beta = op->attrs().beta;
   p.m = p.trans_a ? a[1] : a[0];
   p.k = p.trans_a ? a[0] : a[1];
   p.n = p.trans_b ? b[0] : b[1];
   if ((p.trans_b ? b[1] : b[0]) != p.k || y != Dims{p.m, p.n} || p.m <= 0 || p.n <= 0 || p.k <= 0) return false;
   const bool b_const = req.inputs[1]->value != nullptr;
   if (!b_const && p.alpha != 1.f) return false;
-  p.has_c = has_in(req, 2) && p.beta != 0.f;
+  p.has_c = req.has_in(2) && p.beta != 0.f;
   if (p.has_c) {
-    const Dims c = in_dims(req, 2);
+    const Dims c = req.in_dims(2);
     if (c.size() > 2) return false;
     if (c.size() == 1) p.cn = c[0];
     if (c.size() == 2) p.cm = c[0], p.cn = c[1];
@@ -42,8 +44,8 @@ bool plan_gemm(const AccelRequest& req, GemmPlan& p) {
     p.c_const = req.inputs[2]->value != nullptr;
     if (!p.c_const && p.beta != 1.f) return false;
   }
-  if (nd.domain == "com.infera" && !fused_activation(nd, p.act)) return false;
-  return true;
+  p.fused = op->fused();
+  return eltwise_chain(op->activation(), p.act);
 }
 
 memory::desc matrix_md(int64_t rows, int64_t cols, bool transposed) {
@@ -54,14 +56,15 @@ memory::desc matrix_md(int64_t rows, int64_t cols, bool transposed) {
 
 }  // namespace
 
-AccelSupport gemm_query(const AccelRequest& req) {
+Support gemm_query(const StepRequest& req) {
   GemmPlan p;
-  AccelSupport s;
-  s.supported = plan_gemm(req, p);
+  if (!plan_gemm(req, p)) return Support::no("a Gemm oneDNN does not take (C broadcast, non-constant B with alpha)");
+  Support s;
+  s.ok = true;
   return s;
 }
 
-std::unique_ptr<AccelKernel> gemm_create(const AccelRequest& req) {
+std::unique_ptr<DnnlKernel> gemm_create(const StepRequest& req) {
   using namespace dnnl;
   GemmPlan p;
   if (!plan_gemm(req, p)) return nullptr;
@@ -78,9 +81,9 @@ std::unique_ptr<AccelKernel> gemm_create(const AccelRequest& req) {
   primitive_attr attr;
   attr.set_post_ops(po);
   matmul::desc d(a_md, b_md, c_as_bias ? c_md : memory::desc(), y_md);
-  matmul::primitive_desc pd(d, attr, engine());
+  matmul::primitive_desc pd(d, user_scratchpad(attr), engine());
 
-  auto k = std::make_unique<DnnlKernel>(req.node->domain == "com.infera" ? "dnnl fused gemm" : "dnnl gemm");
+  auto k = std::make_unique<DnnlKernel>(p.fused ? "dnnl fused gemm" : "dnnl gemm");
   k->set_impl(pd.impl_info_str());
   std::unordered_map<int, memory> args;
   args[DNNL_ARG_SRC] = k->bind_input(0, a_md);
@@ -108,8 +111,7 @@ std::unique_ptr<AccelKernel> gemm_create(const AccelRequest& req) {
     }
     args[c_as_bias ? DNNL_ARG_BIAS : (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1)] = c;
   }
-  k->add_step(matmul(pd), std::move(args));
-  log_impl(req, k->impl_name());
+  k->add_step(matmul(pd), args);
   return k;
 }
 
@@ -120,9 +122,9 @@ struct MatMulPlan {
   Dims a, b, y;  // same rank >= 2 (1-D operands promoted, batch dims padded with 1)
 };
 
-bool plan_matmul(const AccelRequest& req, MatMulPlan& p) {
-  if (!has_in(req, 0) || !has_in(req, 1)) return false;
-  Dims a = in_dims(req, 0), b = in_dims(req, 1);
+bool plan_matmul(const StepRequest& req, MatMulPlan& p) {
+  if (!req.has_in(0) || !req.has_in(1)) return false;
+  Dims a = req.in_dims(0), b = req.in_dims(1);
   if (a.empty() || b.empty()) return false;
   if (a.size() == 1) a.insert(a.begin(), 1);
   if (b.size() == 1) b.push_back(1);
@@ -141,7 +143,7 @@ bool plan_matmul(const AccelRequest& req, MatMulPlan& p) {
   int64_t ny = 1;
   for (int64_t v : y) ny *= v;
   int64_t no = 1;
-  for (int64_t v : out_dims(req, 0)) no *= v;
+  for (int64_t v : req.out_dims(0)) no *= v;
   if (ny != no || ny == 0 || a[r - 1] == 0) return false;
   bool b_2d = true;  // B the same matrix for every batch: one GEMM with M = batch x M
   for (size_t i = 0; i + 2 < r; ++i) b_2d = b_2d && b[i] == 1;
@@ -155,14 +157,15 @@ bool plan_matmul(const AccelRequest& req, MatMulPlan& p) {
 
 }  // namespace
 
-AccelSupport matmul_query(const AccelRequest& req) {
+Support matmul_query(const StepRequest& req) {
   MatMulPlan p;
-  AccelSupport s;
-  s.supported = plan_matmul(req, p);
+  if (!plan_matmul(req, p)) return Support::no("a MatMul oneDNN does not take (rank > 6, empty)");
+  Support s;
+  s.ok = true;
   return s;
 }
 
-std::unique_ptr<AccelKernel> matmul_create(const AccelRequest& req) {
+std::unique_ptr<DnnlKernel> matmul_create(const StepRequest& req) {
   using namespace dnnl;
   MatMulPlan p;
   if (!plan_matmul(req, p)) return nullptr;
@@ -171,7 +174,7 @@ std::unique_ptr<AccelKernel> matmul_create(const AccelRequest& req) {
   const memory::desc b_md =
       b_const ? memory::desc(p.b, memory::data_type::f32, memory::format_tag::any) : plain_md(p.b);
   matmul::desc d(a_md, b_md, y_md);
-  matmul::primitive_desc pd(d, engine());
+  matmul::primitive_desc pd(d, user_scratchpad(), engine());
   auto k = std::make_unique<DnnlKernel>("dnnl matmul");
   k->set_impl(pd.impl_info_str());
   std::unordered_map<int, memory> args;
@@ -183,8 +186,7 @@ std::unique_ptr<AccelKernel> matmul_create(const AccelRequest& req) {
   } else {
     args[DNNL_ARG_WEIGHTS] = k->bind_input(1, b_md);
   }
-  k->add_step(matmul(pd), std::move(args));
-  log_impl(req, k->impl_name());
+  k->add_step(matmul(pd), args);
   return k;
 }
 

@@ -15,15 +15,16 @@ struct PoolPlan {
   dnnl::algorithm alg = dnnl::algorithm::pooling_max;
 };
 
-bool plan_pool(const AccelRequest& req, PoolPlan& p) {
-  const Node& n = *req.node;
-  if (!has_in(req, 0) || has_out(req, 1)) return false;
-  const Dims x = in_dims(req, 0), y = out_dims(req, 0);
+bool plan_pool(const StepRequest& req, PoolPlan& p) {
+  const auto* pool = dynamic_cast<const PoolOp*>(req.op);
+  const auto* gpool = dynamic_cast<const GlobalPoolOp*>(req.op);
+  if ((!pool && !gpool) || !req.has_in(0) || req.has_out(1)) return false;
+  const Dims x = req.in_dims(0), y = req.out_dims(0);
   const int rank = static_cast<int>(x.size());
   if ((rank != 3 && rank != 4) || y.size() != x.size() || y[0] != x[0] || y[1] != x[1]) return false;
   const int k = rank - 2;
-  const bool global = n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool";
-  const bool is_max = n.op_type == "MaxPool" || n.op_type == "GlobalMaxPool";
+  const bool global = gpool != nullptr;
+  const bool is_max = global ? gpool->is_max() : pool->is_max();
   std::vector<int64_t> kernel, strides, dil, pads;
   bool count_include_pad = false;
   if (global) {
@@ -32,9 +33,9 @@ bool plan_pool(const AccelRequest& req, PoolPlan& p) {
     dil.assign(k, 1);
     pads.assign(2 * k, 0);
   } else {
-    PoolAttrs a;
+    const PoolAttrs& a = pool->attrs();
     std::vector<int64_t> yd;
-    if (!pool_attrs_parse(n, a).is_ok() || !pool_resolve(a, x, pads, yd).is_ok() || yd != y) return false;
+    if (!pool_resolve(a, x, pads, yd).is_ok() || yd != y) return false;
     kernel = a.kernel_shape;
     strides = a.strides.empty() ? std::vector<int64_t>(k, 1) : a.strides;
     dil = a.dilations.empty() ? std::vector<int64_t>(k, 1) : a.dilations;
@@ -70,29 +71,30 @@ bool plan_pool(const AccelRequest& req, PoolPlan& p) {
 
 }  // namespace
 
-AccelSupport pool_query(const AccelRequest& req) {
+Support pool_query(const StepRequest& req) {
   PoolPlan p;
-  AccelSupport s;
-  if (!plan_pool(req, p)) return s;
-  s.supported = true;
-  s.input_blocked_ok = blocked_slots(req.inputs, {0});
-  s.output_blocked_ok = blocked_slots(req.outputs, {0});
+  if (!plan_pool(req, p))
+    return Support::no("a pool oneDNN does not take (Indices output, ceil-mode padding counted, rank)");
+  Support s;
+  s.ok = true;
+  s.input_formats = blocked_slots(req.inputs, {0});
+  s.output_formats = blocked_slots(req.outputs, {0});
   return s;
 }
 
-std::unique_ptr<AccelKernel> pool_create(const AccelRequest& req) {
+std::unique_ptr<DnnlKernel> pool_create(const StepRequest& req) {
   using namespace dnnl;
   PoolPlan p;
   if (!plan_pool(req, p)) return nullptr;
   const bool four = req.inputs[0]->shape.rank() == 4;
-  const Layout ls = four ? in_layout(req, 0) : Layout::kPlain, ld = four ? out_layout(req, 0) : Layout::kPlain;
-  auto make_pd = [&](Layout sl, Layout dl) {
+  const Format ls = four ? req.in_format(0) : Format::kPlain, ld = four ? req.out_format(0) : Format::kPlain;
+  auto make_pd = [&](Format sl, Format dl) {
     pooling_v2_forward::desc d(prop_kind::forward_inference, p.alg, md_of(p.x, sl), md_of(p.y, dl), p.strides, p.kernel,
                                p.dilates, p.pad_l, p.pad_r);
-    return pooling_v2_forward::primitive_desc(d, engine());
+    return pooling_v2_forward::primitive_desc(d, user_scratchpad(), engine());
   };
-  auto [cs, cd] = four ? pick_layouts(ls, ld, [&](Layout a, Layout b) { return make_pd(a, b).impl_info_str(); })
-                       : std::pair<Layout, Layout>{ls, ld};
+  auto [cs, cd] = four ? pick_formats(ls, ld, [&](Format a, Format b) { return make_pd(a, b).impl_info_str(); })
+                       : std::pair<Format, Format>{ls, ld};
   const pooling_v2_forward::primitive_desc pd = make_pd(cs, cd);
   auto k = std::make_unique<DnnlKernel>("dnnl pool");
   k->set_impl(pd.impl_info_str() + std::string(cs != ls || cd != ld ? " (via reorders)" : ""));
@@ -100,7 +102,6 @@ std::unique_ptr<AccelKernel> pool_create(const AccelRequest& req) {
   OutputAs out = output_as(*k, 0, md_of(p.y, ld), pd.dst_desc());
   k->add_step(pooling_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out.compute}});
   out.finish(*k);
-  log_impl(req, k->impl_name());
   return k;
 }
 

@@ -1,4 +1,6 @@
-// Whole-graph shape/type inference and single-node evaluation, on top of the op registry.
+// The inference driver: attaches typed ops to nodes, infers whole graphs, evaluates single
+// nodes. It sits in the ops layer, above the IR (src/graph knows nothing of ops) and below the
+// passes, the planner and the runtime, which all drive it.
 #pragma once
 
 #include <vector>
@@ -8,8 +10,12 @@
 
 namespace infera {
 
-// Infers dtype and (symbolic) shape of every value, in node order. Graph inputs and
-// constants keep theirs. Errors name the node, op, tensor and expected vs found value.
+// Makes the typed op of every live node whose Node::op is null (unknown op or domain, bad
+// attribute -> error naming the node).
+Status attach_ops(Graph& g);
+
+// attach_ops, then infers dtype and (symbolic) shape of every value, in node order. Graph inputs
+// and constants keep theirs. Errors name the node, op, tensor and expected vs found value.
 Status infer_graph(Graph& g);
 
 // Runs kernel k of node n on inputs (nullptr = left out; an input whose data k does not read,

@@ -1,4 +1,4 @@
-#include "graph/infer.h"
+#include "ops/infer.h"
 
 namespace infera {
 
@@ -30,7 +30,19 @@ static bool merge_shape(const Shape& declared, const Shape& inferred, Shape& out
   return true;
 }
 
+Status attach_ops(Graph& g) {
+  for (Node& n : g.nodes) {
+    if (n.dead || n.op) continue;
+    auto k = make_kernel(n, g.opset);
+    if (!k.is_ok()) return k.status();
+    n.op = std::shared_ptr<const OpKernel>(k.take());
+  }
+  return Status::ok();
+}
+
 Status infer_graph(Graph& g) {
+  Status attached = attach_ops(g);
+  if (!attached.is_ok()) return attached;
   std::vector<ValueInfo> infos(g.values.size());
   for (size_t i = 0; i < g.values.size(); ++i) {
     infos[i].dtype = g.values[i].dtype;
@@ -39,8 +51,6 @@ Status infer_graph(Graph& g) {
   }
   for (Node& n : g.nodes) {
     if (n.dead) continue;
-    auto k = make_kernel(n, g.opset);
-    if (!k.is_ok()) return k.status();
     // Every supported op but Constant reads its first input, and the kernels rely on it.
     if (n.op_type != "Constant" && (n.inputs.empty() || n.inputs[0] < 0))
       return Status::error(n.label() + ": input 0 is required but " +
@@ -48,7 +58,7 @@ Status infer_graph(Graph& g) {
     std::vector<const ValueInfo*> in;
     for (int v : n.inputs) in.push_back(v >= 0 ? &infos[v] : nullptr);
     InferContext ctx(n, g.opset, in);
-    Status s = k.value()->infer(ctx);
+    Status s = n.op->infer(ctx);
     if (!s.is_ok()) return s;
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       int v = n.outputs[o];
@@ -71,8 +81,12 @@ Status infer_graph(Graph& g) {
 }
 
 Result<std::vector<Tensor>> evaluate_node(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs) {
-  auto k = make_kernel(node, opset);
-  if (!k.is_ok()) return k.status();
+  std::shared_ptr<const OpKernel> op = node.op;
+  if (!op) {
+    auto k = make_kernel(node, opset);
+    if (!k.is_ok()) return k.status();
+    op = k.take();
+  }
   std::vector<ValueInfo> infos(inputs.size());
   std::vector<const ValueInfo*> in;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -86,7 +100,7 @@ Result<std::vector<Tensor>> evaluate_node(const Node& node, int64_t opset, const
     in.push_back(&infos[i]);
   }
   InferContext ctx(node, opset, in);
-  Status s = k.value()->infer(ctx);
+  Status s = op->infer(ctx);
   if (!s.is_ok()) return s;
   std::vector<TensorRef> in_refs(inputs.size());
   std::vector<const TensorRef*> ip(inputs.size(), nullptr);
@@ -95,7 +109,7 @@ Result<std::vector<Tensor>> evaluate_node(const Node& node, int64_t opset, const
     in_refs[i] = TensorRef::of(*inputs[i]);
     ip[i] = &in_refs[i];
   }
-  return compute_node(node, *k.value(), ip, ctx.outputs());
+  return compute_node(node, *op, ip, ctx.outputs());
 }
 
 Result<std::vector<Tensor>> compute_node(const Node& n, const OpKernel& k, const std::vector<const TensorRef*>& inputs,

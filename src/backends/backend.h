@@ -1,0 +1,142 @@
+// The interface every backend implements (ref, oneDNN, later the GPU): what it supports (with a
+// reason when it declines), the step kernels it creates, the bytes a value takes in its formats,
+// memory and copies for its device, and a stream. The planner and executor name no backend.
+//
+// Threading: a Backend and the StepKernels it creates are immutable once made and shared by
+// every run context of a plan; what a kernel mutates while it runs lives in its KernelState (one
+// per run context, made by make_state()) and in the scratch memory the run context hands it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "infera/infera.h"
+#include "ops/op.h"
+#include "plan/format.h"
+
+namespace infera {
+
+class PerfDb;  // algorithm choices kept between builds (the tuning work fills it; may be null)
+
+// One step as a backend sees it: the node with its typed op, concrete shapes and, for create(),
+// the formats the planner chose for every input and output.
+struct StepRequest {
+  const Node* node = nullptr;
+  const OpKernel* op = nullptr;  // the node's typed op: attributes (ConvOp::attrs(), ...)
+  int64_t opset = 0;
+  std::vector<const ValueInfo*> inputs;   // concrete shapes; .value set for constants
+  std::vector<const ValueInfo*> outputs;  // concrete shapes (nullptr: output not produced)
+  std::vector<Format> input_formats;      // supports(): all kPlain; create(): as planned
+  std::vector<Format> output_formats;
+  // Per output slot: the input slot whose buffer this output shares (the planner made the step
+  // in place, from Support::in_place), or -1.
+  std::vector<int> output_alias;
+  int num_threads = 1;
+  int verbose = 0;
+  PerfDb* perf_db = nullptr;
+
+  bool has_in(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
+  bool has_out(size_t i) const { return i < outputs.size() && outputs[i] != nullptr; }
+  std::vector<int64_t> in_dims(size_t i) const { return inputs[i]->shape.concrete(); }
+  std::vector<int64_t> out_dims(size_t i) const { return outputs[i]->shape.concrete(); }
+  Format in_format(size_t i) const { return i < input_formats.size() ? input_formats[i] : Format::kPlain; }
+  Format out_format(size_t i) const { return i < output_formats.size() ? output_formats[i] : Format::kPlain; }
+  int alias_of(size_t out) const { return out < output_alias.size() ? output_alias[out] : -1; }
+};
+
+// A backend's answer to supports(). Formats are sets (plain is always allowed for a supported
+// step); the planner picks one per value.
+struct Support {
+  bool ok = false;
+  std::string reason;                     // why not, when !ok (shown by --verbose and info --plan)
+  std::vector<FormatSet> input_formats;   // per input slot: formats the kernel can read
+  std::vector<FormatSet> output_formats;  // per output slot: formats it can write
+  // Elementwise steps: a non-plain output pays only when a full-size input has that format
+  // (otherwise it just moves a reorder, e.g. NHWC tensors after a Transpose).
+  bool follows_input = false;
+  // (input slot, output slot) pairs whose buffers the kernel may share (it then runs in place).
+  std::vector<std::pair<int, int>> in_place;
+
+  static Support no(std::string why) {
+    Support s;
+    s.reason = std::move(why);
+    return s;
+  }
+};
+
+// What a kernel mutates while it runs, one per run context (bound memory handles, a library
+// stream, a captured graph...).
+class KernelState {
+ public:
+  virtual ~KernelState() = default;
+};
+
+class StepKernel {
+ public:
+  virtual ~StepKernel() = default;
+  // Same contract as OpKernel::compute, with inputs and outputs in the formats given at
+  // creation, ctx.res.state = this kernel's state in the run context, ctx.res.scratch at least
+  // scratch_bytes(). Const: one kernel serves every run context at once.
+  virtual Status run(ComputeContext& ctx) const = 0;
+  virtual std::unique_ptr<KernelState> make_state() const { return nullptr; }
+  virtual size_t scratch_bytes() const { return 0; }  // per run, planned by the run context
+  virtual size_t weight_bytes() const { return 0; }   // constants it holds (reordered weights)
+  virtual std::string impl_name() const = 0;          // e.g. "brgconv:avx512_core"
+};
+
+// A device queue. The CPU backends have none (execution is synchronous).
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  virtual Status synchronize() = 0;
+  virtual void* native() = 0;  // the vendor handle (a gpuStream_t)
+};
+
+// A value moved between formats and/or devices: the planner's reorder / copy steps.
+struct ConvertRequest {
+  const ValueInfo* value = nullptr;  // dtype and concrete shape
+  Device from_device, to_device;
+  Format from = Format::kPlain, to = Format::kPlain;
+  int num_threads = 1;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual Device device() const = 0;
+  virtual BackendInfo info() const = 0;
+  // Whether steps whose output shapes are known only when running may come here (the reference
+  // backend: it allocates what infer() says at run time).
+  virtual bool runs_dynamic_steps() const { return false; }
+
+  // Cheap: no kernel is made. A supported step may still be declined by create().
+  virtual Support supports(const StepRequest& req) const = 0;
+  // Makes the kernel (primitive creation, weight reorder). A null kernel = declined.
+  virtual Result<std::unique_ptr<StepKernel>> create(const StepRequest& req) const = 0;
+  // A conversion kernel, or null when this backend offers none for the request.
+  virtual Result<std::unique_ptr<StepKernel>> create_convert(const ConvertRequest& req) const {
+    return std::unique_ptr<StepKernel>();
+  }
+
+  // Bytes a value takes in format f on this backend's device.
+  virtual size_t value_bytes(const ValueInfo& v, Format f) const {
+    return format_bytes(f, v.dtype, v.shape.concrete());
+  }
+  // Memory of this backend's device (the host's by default).
+  virtual size_t alignment() const { return 64; }
+  virtual Result<void*> allocate(size_t bytes) const;
+  virtual void deallocate(void* p) const;
+  virtual std::unique_ptr<Stream> make_stream() const { return nullptr; }
+};
+
+// The backends this build has, by name ("ref", "dnnl"), for a device. The list in
+// src/backends/registry.cpp is the one place a new backend is added.
+Result<std::shared_ptr<const Backend>> find_backend(const std::string& name, Device device);
+std::vector<std::string> backend_names();
+// The default priority list for a device (e.g. {"dnnl", "ref"} on the CPU).
+std::vector<std::string> default_backends(Device device);
+
+}  // namespace infera

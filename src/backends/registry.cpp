@@ -1,0 +1,63 @@
+// The backends of this build, and the host memory every CPU backend shares. Adding a backend:
+// one line in backends() below (and its folder).
+#include <cstdlib>
+
+#include "backends/backend.h"
+#include "backends/cpu/dnnl_backend.h"
+#include "backends/ref/ref_backend.h"
+
+namespace infera {
+
+Result<void*> Backend::allocate(size_t bytes) const {
+  const size_t a = alignment();
+  void* p = std::aligned_alloc(a, std::max(a, (bytes + a - 1) / a * a));
+  if (!p)
+    return Status::error(StatusCode::kOutOfMemory,
+                         std::string(name()) + ": out of memory allocating " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+void Backend::deallocate(void* p) const { std::free(p); }
+
+namespace {
+
+const std::vector<std::shared_ptr<const Backend>>& backends() {
+  static const std::vector<std::shared_ptr<const Backend>> all = {
+      make_dnnl_backend(),
+      make_ref_backend(),
+  };
+  return all;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Backend>> find_backend(const std::string& name, Device device) {
+  for (const auto& b : backends())
+    if (name == b->name() && device.kind == b->device().kind) return b;
+  std::string names;
+  for (const auto& b : backends())
+    if (device.kind == b->device().kind) names += (names.empty() ? "" : ", ") + std::string(b->name());
+  return Status::error(StatusCode::kInvalidInput,
+                       "unknown backend '" + name + "' for device " + device.str() + " (available: " + names + ")");
+}
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> r;
+  for (const auto& b : backends()) r.push_back(b->name());
+  return r;
+}
+
+std::vector<std::string> default_backends(Device device) {
+  std::vector<std::string> r;
+  for (const auto& b : backends())
+    if (b->device().kind == device.kind) r.push_back(b->name());
+  return r;
+}
+
+std::vector<BackendInfo> available_backends() {
+  std::vector<BackendInfo> r;
+  for (const auto& b : backends()) r.push_back(b->info());
+  return r;
+}
+
+}  // namespace infera

@@ -1,0 +1,199 @@
+#include "runtime/run_context.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "ops/infer.h"
+
+namespace infera {
+
+namespace {
+
+// Sets the OpenMP thread count of the calling thread for one run and restores it after: the
+// count is per session, never state that one session changes under another.
+class OmpThreads {
+ public:
+  explicit OmpThreads(int n) : prev_(omp_get_max_threads()), n_(n) {
+    if (n_ > 0 && n_ != prev_) omp_set_num_threads(n_);
+  }
+  ~OmpThreads() {
+    if (n_ > 0 && n_ != prev_) omp_set_num_threads(prev_);
+  }
+
+ private:
+  int prev_, n_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RunContext>> RunContext::make(std::shared_ptr<const Plan> plan) {
+  std::unique_ptr<RunContext> rc(new RunContext(std::move(plan)));
+  const Plan& p = *rc->plan_;
+  for (const PlanArena& a : p.arenas) {
+    auto mem = a.allocator->allocate(std::max<size_t>(a.bytes, 1));
+    if (!mem.is_ok()) return mem.status();
+    rc->arenas_.push_back(mem.value());
+    rc->allocated_ += a.bytes;
+  }
+  if (p.scratch_bytes) {
+    rc->scratch_ = std::aligned_alloc(64, (p.scratch_bytes + 63) / 64 * 64);
+    if (!rc->scratch_)
+      return Status::error(StatusCode::kOutOfMemory,
+                           "out of memory allocating " + std::to_string(p.scratch_bytes) + " bytes of scratch");
+    rc->allocated_ += p.scratch_bytes;
+  }
+  rc->refs_.resize(p.values.size());
+  rc->dynamic_.resize(p.values.size());
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    const PlanValue& pv = p.values[v];
+    TensorRef& r = rc->refs_[v];
+    r.dtype = pv.info.dtype;
+    if (pv.info.shape.fully_known()) r.dims = pv.info.shape.concrete();
+    if (pv.home == PlanValue::Home::kConstant) {
+      r = TensorRef::of(*pv.info.value);
+    } else if (pv.home == PlanValue::Home::kArena) {
+      r.data = static_cast<char*>(rc->arenas_[pv.arena]) + pv.offset;
+    }
+  }
+  for (const PlanStep& st : p.steps) {
+    rc->states_.push_back(st.kernel->make_state());
+    std::vector<const TensorRef*> in;
+    std::vector<TensorRef*> out;
+    for (int v : st.inputs) in.push_back(v >= 0 ? &rc->refs_[v] : nullptr);
+    for (int v : st.outputs) out.push_back(v >= 0 ? &rc->refs_[v] : nullptr);
+    rc->step_in_.push_back(std::move(in));
+    rc->step_out_.push_back(std::move(out));
+  }
+  // Graph outputs that an arena step writes (once) go straight into the caller's buffer.
+  rc->direct_.assign(p.outputs.size(), 0);
+  rc->bound_.assign(p.outputs.size(), 0);
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const int v = p.outputs[i];
+    bool once = true;
+    for (size_t j = 0; j < p.outputs.size(); ++j) once = once && (j == i || p.outputs[j] != v);
+    rc->direct_[i] = v >= 0 && once && p.values[v].home == PlanValue::Home::kArena;
+  }
+  return rc;
+}
+
+RunContext::~RunContext() {
+  const Plan& p = *plan_;
+  for (size_t a = 0; a < arenas_.size(); ++a) p.arenas[a].allocator->deallocate(arenas_[a]);
+  std::free(scratch_);
+}
+
+// Shapes depend on values: infer again with every input known, then allocate the outputs.
+Status RunContext::run_dynamic(size_t s) {
+  const Plan& p = *plan_;
+  const PlanStep& st = p.steps[s];
+  const Node& n = p.node_of(st);
+  std::vector<ValueInfo> infos(st.inputs.size());
+  std::vector<const ValueInfo*> in(st.inputs.size(), nullptr);
+  for (size_t i = 0; i < st.inputs.size(); ++i) {
+    const int v = st.inputs[i];
+    if (v < 0) continue;
+    const TensorRef& r = refs_[v];
+    infos[i].dtype = r.dtype;
+    infos[i].shape = Shape::of(r.dims);
+    infos[i].value = std::make_shared<Tensor>(Tensor::view(r.dtype, r.dims, r.data));
+    in[i] = &infos[i];
+  }
+  InferContext ctx(n, p.graph->opset, in);
+  Status s_ = st.op->infer(ctx);
+  if (!s_.is_ok()) return s_;
+  for (size_t o = 0; o < st.outputs.size(); ++o) {
+    const int v = st.outputs[o];
+    if (v < 0) continue;
+    const Shape& sh = ctx.outputs()[o].shape;
+    if (!sh.fully_known())
+      return Status::error(n.label() + ": output '" + p.values[v].name + "' shape " + sh.str() +
+                           " still unknown with all inputs known");
+    auto t = Tensor::make(ctx.outputs()[o].dtype, sh.concrete());
+    if (!t.is_ok()) return t.status().prefixed(n.label() + ": output '" + p.values[v].name + "': ");
+    dynamic_[v] = t.take();
+    refs_[v] = TensorRef::of(dynamic_[v]);
+  }
+  return Status::ok();
+}
+
+Status RunContext::run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+                       std::vector<StepTiming>* timings) {
+  const Plan& p = *plan_;
+  if (inputs.size() != p.inputs.size() || outputs.size() != p.outputs.size())
+    return Status::error(StatusCode::kInternal, "run: wrong number of inputs or outputs for the plan");
+  for (size_t i = 0; i < inputs.size(); ++i) refs_[p.inputs[i]].data = const_cast<void*>(inputs[i]->data());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    bound_[i] = direct_[i] && !outputs[i]->empty() && outputs[i]->nbytes() == refs_[p.outputs[i]].nbytes();
+    if (bound_[i]) refs_[p.outputs[i]].data = outputs[i]->data();
+  }
+  OmpThreads omp_threads(p.num_threads);
+  // INFERA_PROFILE=1: time per op kind and implementation, printed after each run.
+  static const bool profile = std::getenv("INFERA_PROFILE") != nullptr;
+  const bool timed = profile || timings;
+  if (timings) timings->clear();
+  std::map<std::string, std::pair<double, int>> by_kind;
+  Status status = Status::ok();
+  for (size_t s = 0; s < p.steps.size() && status.is_ok(); ++s) {
+    const PlanStep& st = p.steps[s];
+    if (st.dynamic) {
+      status = run_dynamic(s);
+      if (!status.is_ok()) break;
+    }
+    RunResources res;
+    res.scratch = scratch_;
+    res.scratch_bytes = p.scratch_bytes;
+    res.state = states_[s].get();
+    ComputeContext ctx(p.node_of(st), step_in_[s].data(), step_in_[s].size(), step_out_[s].data(), step_out_[s].size(),
+                       p.num_threads, res);
+    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    status = st.kernel->run(ctx);
+    if (timed) {
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (timings)
+        timings->push_back(StepTiming{st.node >= 0 ? ctx.node.name : "", st.op_name, st.backend->name(), ms});
+      if (profile) {
+        auto& e = by_kind[st.op_name + " [" + st.backend->name() + "]"];
+        e.first += ms;
+        e.second++;
+      }
+    }
+  }
+  // Arena pointers back for the outputs bound to caller buffers (a later run may not bind them).
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const PlanValue& pv = p.values[p.outputs[i]];
+    if (bound_[i]) refs_[p.outputs[i]].data = static_cast<char*>(arenas_[pv.arena]) + pv.offset;
+  }
+  if (!status.is_ok()) return status;
+  if (profile) {
+    double total = 0;
+    for (auto& [k, e] : by_kind) total += e.first;
+    std::fprintf(stderr, "infera profile: %.3f ms in %zu steps\n", total, p.steps.size());
+    for (auto& [k, e] : by_kind)
+      std::fprintf(stderr, "  %-36s %5d x %10.3f ms %5.1f%%\n", k.c_str(), e.second, e.first, 100 * e.first / total);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (bound_[i]) continue;
+    const int v = p.outputs[i];
+    const TensorRef& r = refs_[v];
+    if (!r.data && r.numel() != 0) return Status::error("graph output '" + p.values[v].name + "' was not computed");
+    if (outputs[i]->empty()) {  // the returning form of a data-dependent shape: allocated now
+      auto t = Tensor::make(r.dtype, r.dims);
+      if (!t.is_ok()) return t.status().prefixed("graph output '" + p.values[v].name + "': ");
+      *outputs[i] = t.take();
+    } else if (outputs[i]->dtype() != r.dtype || outputs[i]->dims() != r.dims) {
+      return Status::error(StatusCode::kInvalidInput,
+                           "output '" + p.values[v].name + "' is " + Shape::of(r.dims).str() + " " +
+                               dtype_name(r.dtype) + ", the tensor given is " + Shape::of(outputs[i]->dims()).str() +
+                               " " + dtype_name(outputs[i]->dtype()));
+    }
+    if (r.nbytes()) std::memcpy(outputs[i]->data(), r.data, r.nbytes());
+  }
+  return Status::ok();
+}
+
+}  // namespace infera

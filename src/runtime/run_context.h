@@ -1,0 +1,46 @@
+// A run context: everything one run of a plan mutates — an arena per device, the scratch of the
+// step kernels, each kernel's state, the tensor views of every value, dynamic-shape tensors.
+// Made once and reused: a run of a static-shape plan allocates nothing (the precondition for GPU
+// graph capture). Several run contexts of one plan run at once on different threads.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "plan/plan.h"
+
+namespace infera {
+
+class RunContext {
+ public:
+  static Result<std::unique_ptr<RunContext>> make(std::shared_ptr<const Plan> plan);
+  ~RunContext();
+  RunContext(const RunContext&) = delete;
+  RunContext& operator=(const RunContext&) = delete;
+
+  // inputs[i]: graph input i (dims as the plan's); outputs[i]: a tensor of graph output i's
+  // dtype and dims to write into, or an empty Tensor to be allocated (data-dependent shapes).
+  // Timings (when given) get one entry per step.
+  Status run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+             std::vector<StepTiming>* timings);
+  const Plan& plan() const { return *plan_; }
+  size_t allocated_bytes() const { return allocated_; }
+
+ private:
+  explicit RunContext(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)) {}
+  Status run_dynamic(size_t s);
+
+  std::shared_ptr<const Plan> plan_;
+  std::vector<void*> arenas_;  // per plan arena
+  void* scratch_ = nullptr;
+  size_t allocated_ = 0;
+  std::vector<std::unique_ptr<KernelState>> states_;    // per step
+  std::vector<TensorRef> refs_;                         // per plan value
+  std::vector<std::vector<const TensorRef*>> step_in_;  // per step: pointers into refs_
+  std::vector<std::vector<TensorRef*>> step_out_;
+  std::vector<Tensor> dynamic_;  // per plan value (dynamic steps)
+  std::vector<char> direct_;     // per graph output: may be bound to the caller's buffer
+  std::vector<char> bound_;      // per graph output: bound in this run
+};
+
+}  // namespace infera
