@@ -220,7 +220,7 @@ def main():
         folder = "%s.%s" % (s, name)
         os.symlink(os.path.realpath(os.path.join(work, s, name)), os.path.join(run_dir, folder))
         folder_of[h] = folder
-    log_path = os.path.join(log_dir, "conformance.log")
+    log_path = os.path.join(log_dir, "conformance-check.log")  # conformance.log is test_all.sh's
     results, rc = run_check(args.infera, run_dir, log_path, args.timeout) if groups else ({}, 0)
 
     passed = failed_tests = known = 0
