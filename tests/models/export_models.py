@@ -8,10 +8,16 @@ Run with Debian's Python (torch 1.13, torchvision 0.14):
 
 Every model gets torch.manual_seed(0), weights=None, BatchNorm statistics calibrated on a seeded
 random batch (see calibrate_batchnorm; --plain-init turns it off), eval mode, and is exported with
-input "input", output "output" and a symbolic batch dim "batch" on both. A model already in --out is
-skipped if its <name>.onnx.stamp matches this script's text, the torch version and the options
-(--force re-exports). Files are written to a temporary name and renamed, so an interrupted export
-never leaves a half file that a later run would skip.
+input "input", output "output" and a symbolic batch dim "batch" on both.
+
+Exports are keyed: <name>.onnx.stamp holds the key (a hash of this script's text, the torch and
+torchvision versions and the options) and the sha256 of the .onnx file. A model already in --out is
+skipped only if its stamp has this run's key and the file still has the stamped sha256; otherwise
+it is exported again (--force always re-exports). Files and stamps are written to a temporary name
+and renamed, so an interrupted export never leaves a half file that a later run would skip.
+--manifest PATH writes `name key sha256 path` for every model exported or verified in this run;
+tests/models/compare_models.py tests only files listed there with that sha256, so a stale file left
+by an earlier export (or a failed export) cannot be tested. Exit 1 if any export failed.
 
 Opset 13 for all: at opset 17 torch exports nn.LayerNorm (ConvNeXt) as LayerNormalization, which is
 not in infera's op list; at 13 it becomes ReduceMean/Sub/Pow/Sqrt/Div.
@@ -92,6 +98,30 @@ def export_one(name, path, opset, size, plain_init=False):
     os.replace(tmp, path)
 
 
+def file_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_stamp(stamp_path):
+    """(key, sha256) from a stamp file, or (None, None)."""
+    try:
+        with open(stamp_path) as f:
+            parts = f.read().split()
+    except OSError:
+        return None, None
+    return (parts[0], parts[1]) if len(parts) == 2 else (None, None)
+
+
+def write_atomic(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
 def stamp_of(name, args):
     """Identifies an export: this script's text, torch/torchvision versions and the options used."""
     with open(os.path.abspath(__file__), "rb") as f:
@@ -112,6 +142,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: all cores)")
     ap.add_argument("--plain-init", action="store_true",
                     help="keep torchvision's BatchNorm init (mean 0, var 1); default: calibrate it")
+    ap.add_argument("--manifest", metavar="PATH",
+                    help="write `name key sha256 path` of every model exported or verified in this run")
     ap.add_argument("--list", action="store_true", help="print the model names and exit")
     args = ap.parse_args()
 
@@ -128,31 +160,37 @@ def main():
         torch.set_num_threads(args.threads)
     os.makedirs(args.out, exist_ok=True)
 
-    failed = []
+    failed, manifest = [], []
     t_all = time.time()
     for name in names:
         path = os.path.join(args.out, name + ".onnx")
-        stamp_path, stamp = path + ".stamp", stamp_of(name, args)
+        stamp_path, key = path + ".stamp", stamp_of(name, args)
         if os.path.exists(path) and not args.force:
-            try:
-                with open(stamp_path) as f:
-                    same = f.read().strip() == stamp
-            except OSError:
-                same = False
-            if same:
-                print("%-20s present, skipped (%s)" % (name, path), flush=True)
-                continue
+            stamped_key, stamped_sha = read_stamp(stamp_path)
+            if stamped_key == key:
+                sha = file_sha256(path)
+                if sha == stamped_sha:
+                    print("%-20s present, skipped (%s, key %s)" % (name, path, key), flush=True)
+                    manifest.append((name, key, sha, os.path.abspath(path)))
+                    continue
+                print("%-20s %s changed since its export (sha256 differs): exporting again" % (name, path),
+                      flush=True)
         t0 = time.time()
         try:
+            if os.path.exists(stamp_path):
+                os.unlink(stamp_path)  # no stamp until the new file is complete
             export_one(name, path, args.opset, args.size, args.plain_init)
         except Exception as e:  # report and continue with the other models
             failed.append(name)
             sys.stderr.write("%s: export failed: %s\n" % (name, str(e).splitlines()[0] if str(e) else type(e).__name__))
             continue
-        with open(stamp_path, "w") as f:
-            f.write(stamp + "\n")
-        print("%-20s exported in %5.1f s -> %s (%.1f MB)"
-              % (name, time.time() - t0, path, os.path.getsize(path) / 1e6), flush=True)
+        sha = file_sha256(path)
+        write_atomic(stamp_path, "%s %s\n" % (key, sha))
+        manifest.append((name, key, sha, os.path.abspath(path)))
+        print("%-20s exported in %5.1f s -> %s (%.1f MB, key %s)"
+              % (name, time.time() - t0, path, os.path.getsize(path) / 1e6, key), flush=True)
+    if args.manifest:
+        write_atomic(args.manifest, "".join("%s %s %s %s\n" % m for m in manifest))
     print("total %.1f s; %d exported or present, %d failed"
           % (time.time() - t_all, len(names) - len(failed), len(failed)), flush=True)
     return 1 if failed else 0

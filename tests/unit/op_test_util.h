@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "graph/graph.h"
@@ -128,15 +130,43 @@ inline Result<std::vector<Tensor>> run_op(const std::string& op_type, std::map<s
   return outs;
 }
 
-// max |a-b| / max(1e-6, max |b|): normalized error against the reference b.
+// Comparison against a reference. Non-finite values must match exactly: a NaN where the reference
+// has NaN, or an Inf where it has the same Inf, is a match; a NaN or Inf where the reference is
+// finite (or the reverse), or an Inf of the other sign, makes the error +infinity, so every
+// EXPECT_LT(err, tol) and EXPECT_EQ(err, 0) fails. (std::max alone drops NaN: an all-NaN output
+// would score 0.)
+inline bool nonfinite_mismatch(double got, double ref) {
+  const bool gf = std::isfinite(got), rf = std::isfinite(ref);
+  if (gf && rf) return false;
+  if (std::isnan(got) || std::isnan(ref)) return std::isnan(got) != std::isnan(ref);
+  return got != ref;  // at least one is +-Inf, neither NaN
+}
+
+// max |got-ref| over n values, with the non-finite rule above (matching non-finite pairs add 0).
+template <class G, class R>
+double max_abs_error(const G* got, const R* ref, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double g = static_cast<double>(got[i]), r = static_cast<double>(ref[i]);
+    if (nonfinite_mismatch(g, r)) return std::numeric_limits<double>::infinity();
+    if (std::isfinite(r)) m = std::max(m, std::fabs(g - r));
+  }
+  return m;
+}
+
+// max |got-ref| / max(1e-6, max |ref| over finite ref): normalized error against the reference.
+template <class G, class R>
+double normalized_error(const G* got, const R* ref, size_t n) {
+  double r = 1e-6;
+  for (size_t i = 0; i < n; ++i)
+    if (std::isfinite(static_cast<double>(ref[i]))) r = std::max(r, std::fabs(static_cast<double>(ref[i])));
+  return max_abs_error(got, ref, n) / r;
+}
+
+// The same on float32 tensors; another dtype or shape is 1e30 (fails every bound).
 inline double normalized_error(const Tensor& a, const Tensor& b) {
   if (a.dims() != b.dims() || a.dtype() != DataType::kFloat32 || b.dtype() != DataType::kFloat32) return 1e30;
-  double m = 0, r = 1e-6;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    m = std::max(m, std::fabs(double(a.data_as<float>()[i]) - b.data_as<float>()[i]));
-    r = std::max(r, std::fabs(double(b.data_as<float>()[i])));
-  }
-  return m / r;
+  return normalized_error(a.data_as<float>(), b.data_as<float>(), static_cast<size_t>(a.numel()));
 }
 
 }  // namespace infera::test

@@ -22,12 +22,7 @@ std::vector<double> naive_mm(int64_t M, int64_t N, int64_t K, FA a, FB b) {
 }
 
 double max_rel_err(const float* got, const std::vector<double>& ref) {
-  double m = 0, r = 1e-6;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    m = std::max(m, std::fabs(got[i] - ref[i]));
-    r = std::max(r, std::fabs(ref[i]));
-  }
-  return m / r;
+  return normalized_error(got, ref.data(), ref.size());  // op_test_util.h: NaN/Inf fail
 }
 
 TEST(MatMulOps, SgemmRefAllTransposesOddSizesThreads) {
