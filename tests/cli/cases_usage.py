@@ -83,7 +83,7 @@ def add(c, small):
             opts = help_options(out)
             expect(cmd == "doctor" or len(opts) >= 5, "%s help lists only %s" % (cmd, opts))
             if cmd != "doctor":
-                for v in ENV_VARS:
+                for v in ENV_VARS if cmd != "info" else ("INFERA_VERBOSE", "INFERA_DNNL_WINOGRAD"):
                     expect(v in out, "%s help does not name the environment variable %s" % (cmd, v))
             # Every option the help lists is one the command accepts (the table is the parser's).
             for name, takes_value in opts:

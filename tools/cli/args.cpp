@@ -80,6 +80,7 @@ const char* foreign_hint(const std::string& opt) {
       {"--exportProfile", "--profile with --json FILE"},
       {"--avgRuns", "--iterations N"},
       {"-niter", "--iterations N"},
+      {"-pc", "--profile"},
       {"-nthreads", "--threads N"},
       {"-shape", "--shape NAME=DIMS"},
       {"-json_stats", "--json FILE"},
@@ -226,14 +227,16 @@ std::string help_text(const CommandSpec& cmd) {
   }
   add("--help, -h", "this help");
   if (cmd.reads_env) {
-    s += "\nenvironment:\n"
-         "  INFERA_VERBOSE=1|2      as --verbose (2: also every oneDNN kernel made)\n"
-         "  INFERA_PROFILE=1        print the time per op kind after every run to stderr\n"
-         "  INFERA_DNNL_WINOGRAD=0  do not force oneDNN's Winograd algorithm for 3x3 stride-1 Conv\n"
-         "  GOMP_SPINCOUNT, OMP_WAIT_POLICY\n"
-         "                          read by libgomp at process start: how long idle threads spin\n";
-    for (const OptSpec& o : cmd.options)
-      if (o.name == "--threads") s += "  (OMP_NUM_THREADS is not used: --threads decides)\n";
+    // Commands with --threads run the model; info only plans it.
+    bool runs = false;
+    for (const OptSpec& o : cmd.options) runs = runs || o.name == "--threads";
+    s += "\nenvironment:\n  INFERA_VERBOSE=1|2      as --verbose (2: also every oneDNN kernel made)\n";
+    if (runs) s += "  INFERA_PROFILE=1        print the time per op kind after every run to stderr\n";
+    s += "  INFERA_DNNL_WINOGRAD=0  do not force oneDNN's Winograd algorithm for 3x3 stride-1 Conv\n";
+    if (runs)
+      s += "  GOMP_SPINCOUNT, OMP_WAIT_POLICY\n"
+           "                          read by libgomp at process start: how long idle threads spin\n"
+           "  (OMP_NUM_THREADS is not used: --threads decides)\n";
   }
   s += "\nexit codes: 0 ok, 1 model, input or runtime error, 2 usage error\n";
   return s;

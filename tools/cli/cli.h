@@ -116,7 +116,8 @@ std::string nhwc_hint(const IoInfo& io, const std::vector<int64_t>& dims);
 
 // Seeded random tensor for an input (floats uniform in [-1,1), ints in [0,10), bools).
 Result<Tensor> random_input(const IoInfo& io, const std::vector<int64_t>& dims, uint32_t seed);
-// All inputs: files where given, random (seed + input index) otherwise.
+// All inputs: from files if any --input is given (then for every input), else random with seed +
+// input index.
 Result<std::map<std::string, Tensor>> make_inputs(const Session& s, const ResolvedShapes& shapes,
                                                   const std::map<std::string, FileInput>& files, uint32_t seed);
 

@@ -12,8 +12,8 @@ const CommandSpec& info_spec() {
                   "MODEL [options]",
                   "Shows MODEL's inputs and outputs, parameters and op histogram (as imported and\n"
                   "after the graph passes) and, for concrete input shapes, the output shapes, FLOPs\n"
-                  "per sample, planned memory and steps. Without --shape a free first dim is batch\n"
-                  "--batch (default 1); other free dims must be given with --shape.",
+                  "per sample, planned memory and steps. A free first dim takes the --batch value\n"
+                  "(default 1); any other free dim must be given with --shape.",
                   {}};
     for (auto& o : shape_opt_specs()) c.options.push_back(o);
     c.options.push_back({"--batch", "N", "the batch for the concrete figures, 1..1048576 (default 1)"});
@@ -32,6 +32,8 @@ static std::string join(const std::vector<std::string>& v) {
   for (const std::string& x : v) s += (s.empty() ? "" : ",") + x;
   return s.empty() ? "-" : s;
 }
+
+static double mib(size_t bytes) { return static_cast<double>(bytes) / 1048576.0; }
 
 static void print_plan(const PlanReport& rep) {
   printf("\nplan steps\n");
@@ -110,8 +112,7 @@ int cmd_info(int argc, char** argv) {
     printf(
         "memory       activations %.2f MiB (%.2f MiB without reuse), weights %.2f MiB, scratch %.2f MiB "
         "(planned)\n",
-        rep->arena_bytes / 1048576.0, rep->naive_bytes / 1048576.0, rep->weight_bytes / 1048576.0,
-        rep->scratch_bytes / 1048576.0);
+        mib(rep->arena_bytes), mib(rep->naive_bytes), mib(rep->weight_bytes), mib(rep->scratch_bytes));
     std::string per;
     for (auto& [bk, n] : rep->steps_per_backend) per += (per.empty() ? "" : ", ") + bk + " " + std::to_string(n);
     printf("steps        %zu per run (%s), %zu inserted; plan built in %.1f ms\n", rep->steps,

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <thread>
 
@@ -71,7 +72,8 @@ void session_options(Args& a, SessionOptions& o) {
     o.verbose = 1;
     // Until every part of the library reads SessionOptions::verbose, the environment variable
     // carries it (read once, at first use, which is after this).
-    setenv("INFERA_VERBOSE", "1", 0);
+    const char* e = getenv("INFERA_VERBOSE");
+    if (!e || atoi(e) < 1) setenv("INFERA_VERBOSE", "1", 1);
   }
 }
 

@@ -77,17 +77,17 @@ Result<Tensor> random_input(const IoInfo& io, const std::vector<int64_t>& dims, 
       break;
     }
     case DataType::kInt64:
-      for (int64_t i = 0; i < n; ++i) t.data_as<int64_t>()[i] = rng() % 10;
+      for (int64_t i = 0; i < n; ++i) t.data_as<int64_t>()[i] = static_cast<int64_t>(rng() % 10);
       break;
     case DataType::kInt32:
-      for (int64_t i = 0; i < n; ++i) t.data_as<int32_t>()[i] = rng() % 10;
+      for (int64_t i = 0; i < n; ++i) t.data_as<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
       break;
     case DataType::kInt16:
     case DataType::kUInt16:
       for (int64_t i = 0; i < n; ++i) t.data_as<uint16_t>()[i] = static_cast<uint16_t>(rng() % 10);
       break;
     case DataType::kUInt32:
-      for (int64_t i = 0; i < n; ++i) t.data_as<uint32_t>()[i] = rng() % 10;
+      for (int64_t i = 0; i < n; ++i) t.data_as<uint32_t>()[i] = static_cast<uint32_t>(rng() % 10);
       break;
     case DataType::kUInt64:
       for (int64_t i = 0; i < n; ++i) t.data_as<uint64_t>()[i] = rng() % 10;
@@ -116,6 +116,11 @@ Result<std::map<std::string, Tensor>> make_inputs(const Session& s, const Resolv
       inputs[io.name] = f->second.tensor;  // shares the file's storage; runs only read it
       continue;
     }
+    // Files for some inputs and random data for the others would hide a forgotten --input.
+    if (!files.empty())
+      return Status::error(StatusCode::kInvalidInput, "input '" + io.name + "' has no --input while " +
+                                                          files.begin()->first +
+                                                          " has one: give every input, or none for random data");
     auto t = random_input(io, shapes.dims.at(io.name), input_seed);
     if (!t.is_ok()) return t.status();
     inputs[io.name] = t.take();
