@@ -102,7 +102,7 @@ def run_infera(infera, model, batch, threads, warmup, duration, work):
     if p.returncode != 0:
         raise RuntimeError("infera bench exit %d: %s" % (p.returncode, p.stderr.strip()[-300:]))
     with open(j) as f:
-        data = json.load(f)
+        data = json.load(f)["results"]
     row = [d for d in data if d.get("batch") == batch]
     if not row:
         raise RuntimeError("infera bench JSON has no batch %d: %s" % (batch, data))

@@ -1,140 +1,306 @@
-// infera bench: latency percentiles and throughput per batch size, optional JSON.
+// infera bench: latency statistics and throughput per batch size, the configuration first, each
+// row as its batch finishes, optional per-node profile and JSON report.
+#include <sys/resource.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <fstream>
-#include <numeric>
 #include <sstream>
 
-#include "cli.h"
+#include "bench.h"
 
 namespace infera::cli {
 
+const CommandSpec& bench_spec() {
+  static const CommandSpec spec = [] {
+    CommandSpec c{"bench",
+                  "MODEL [options]",
+                  "Times MODEL for each batch size: warmup runs, then timed runs for --duration\n"
+                  "seconds (at least 3 runs) or exactly --iterations runs. Prints the configuration,\n"
+                  "then one row per batch as it finishes: runs, mean/p50/p90/p99/min/max/stddev of\n"
+                  "the latency (p99 only from 100 runs on), items/s, measured memory, plan build time.",
+                  {}};
+    c.options = {
+        {"--batch", "LIST",
+         "batch sizes, comma-separated, each 1..1048576 (default 1, or the batch\nof the --input files); refused where "
+         "the model fixes the batch"},
+    };
+    for (auto& o : shape_opt_specs()) c.options.push_back(o);
+    c.options.push_back({"--input", "NAME=PATH",
+                         "time real data from a .npy or .pb file (repeatable; default:\nrandom floats U[-1,1), "
+                         "integers [0,10), bools {0,1})",
+                         "", true});
+    c.options.push_back({"--seed", "N", "seed of the random inputs, 0..4294967295 (default 0)"});
+    c.options.push_back({"--warmup", "N", "untimed runs before each batch's timed runs, 0..1000000 (default 5)"});
+    c.options.push_back(
+        {"--iterations", "N", "exactly N timed runs per batch, 1..100000000 (default: by --duration)", "--iters"});
+    c.options.push_back({"--duration", "S", "seconds of timed runs per batch, 0.001..86400 (default 3)"});
+    c.options.push_back({"--json", "FILE",
+                         "write the configuration and results as JSON to FILE; '-' writes\nit to stdout and the table "
+                         "to stderr (checked before timing)"});
+    c.options.push_back({"--profile", "",
+                         "time every step of the timed runs and print the slowest nodes\n(the latencies then include "
+                         "the per-step timer overhead)"});
+    c.options.push_back({"--top", "N", "rows of the --profile table, 1..1000000 (default 20)"});
+    for (auto& o : session_opt_specs()) c.options.push_back(o);
+    c.options.push_back(verbose_opt_spec());
+    c.options.push_back({"--quiet", "", "no configuration and no table (with --json FILE only the file)"});
+    return c;
+  }();
+  return spec;
+}
+
 namespace {
 
-struct BenchRow {
-  int64_t batch;
-  double p50, p90, p99, mean, throughput, build_ms;
-  size_t peak_memory;
-};
+using Clock = std::chrono::steady_clock;
 
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  double idx = p / 100.0 * (v.size() - 1);
-  size_t lo = static_cast<size_t>(std::floor(idx)), hi = static_cast<size_t>(std::ceil(idx));
-  return v[lo] + (v[hi] - v[lo]) * (idx - lo);
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+size_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<size_t>(u.ru_maxrss) * 1024;  // Linux: KiB
+}
+
+std::string inputs_json(const Session& s, const std::map<std::string, FileInput>& files, uint32_t seed) {
+  std::string j = "[";
+  uint32_t k = 0;
+  for (const IoInfo& io : s.inputs()) {
+    j += (k ? ", " : "") + std::string("{\"name\": ") + json_str(io.name) +
+         ", \"dtype\": " + json_str(dtype_name(io.dtype)) + ", \"declared_shape\": " + json_str(io_shape_str(io));
+    auto f = files.find(io.name);
+    if (f != files.end())
+      j += ", \"source\": \"file\", \"path\": " + json_str(f->second.path) + "}";
+    else
+      j += ", \"source\": \"random\", \"seed\": " + std::to_string(seed + k) + "}";
+    ++k;
+  }
+  return j + "]";
+}
+
+// One batch: warmup, timed runs, statistics. Returns an error message or "".
+std::string bench_one(Session& s, const ResolvedShapes& shapes, const std::map<std::string, FileInput>& files,
+                      uint32_t seed, int warmup, int iters, double duration, bool profile, bool progress,
+                      BenchRow& row) {
+  row.batch = shapes.batch > 0 ? shapes.batch : 1;
+  row.shapes = shapes.dims;
+  auto rep = s.prepare(shapes.dims);
+  if (!rep.is_ok()) return rep.message();
+  row.build_ms = rep.value().build_ms;
+  row.planned_bytes = rep.value().arena_bytes + rep.value().weight_bytes + rep.value().scratch_bytes;
+  auto in = make_inputs(s, shapes, files, seed);
+  if (!in.is_ok()) return in.message();
+  const std::map<std::string, Tensor>& inputs = in.value();
+  for (auto& [n, t] : inputs) row.io_bytes += t.nbytes();
+
+  // Outputs written in place; a data-dependent output shape is learned from one untimed run.
+  std::vector<Tensor> outs;
+  bool known = true;
+  for (auto& d : rep.value().output_dims)
+    for (int64_t x : d) known = known && x >= 0;
+  if (!known || rep.value().output_dims.size() != s.outputs().size()) {
+    auto r = s.run(inputs);
+    if (!r.is_ok()) return r.message();
+    outs = r.take();
+  } else {
+    for (size_t i = 0; i < s.outputs().size(); ++i) {
+      auto t = Tensor::make(s.outputs()[i].dtype, rep.value().output_dims[i]);
+      if (!t.is_ok()) return t.message();
+      outs.push_back(t.take());
+    }
+  }
+  for (const Tensor& t : outs) row.io_bytes += t.nbytes();
+
+  for (int i = 0; i < warmup; ++i) {
+    if (progress) fprintf(stderr, "batch %lld: warmup %d/%d   \r", static_cast<long long>(row.batch), i + 1, warmup);
+    Status st = s.run(inputs, outs);
+    if (!st.is_ok()) return st.message();
+  }
+  std::vector<double> lat;
+  std::vector<StepTiming> steps;
+  std::map<std::string, NodeTime> per_node;
+  RunOptions ro;
+  if (profile) ro.profile = &steps;
+  const auto start = Clock::now();
+  for (int i = 0;; ++i) {
+    if (iters ? i >= iters : i >= 3 && std::chrono::duration<double>(Clock::now() - start).count() >= duration) break;
+    const auto t0 = Clock::now();
+    Status st = s.run(inputs, outs, ro);
+    const double ms = ms_since(t0);
+    if (!st.is_ok()) return st.message();
+    lat.push_back(ms);
+    if (profile) {
+      for (const StepTiming& t : steps) {
+        NodeTime& n = per_node[t.node.empty() ? "(" + t.op + ")" : t.node];
+        if (n.calls == 0) {
+          n.node = t.node.empty() ? "(inserted " + t.op + ")" : t.node;
+          n.op = t.op;
+          n.backend = t.backend;
+        }
+        n.ms += t.ms;
+        ++n.calls;
+      }
+      ++row.profiled_runs;
+    }
+    if (progress && i % 5 == 0) fprintf(stderr, "batch %lld: %d runs   \r", static_cast<long long>(row.batch), i + 1);
+  }
+  if (progress) fprintf(stderr, "%40s\r", "");
+  row.lat = latency_stats(lat);
+  row.throughput = static_cast<double>(row.batch) * 1000.0 / row.lat.mean;
+  row.session_bytes = s.allocated_bytes();
+  row.peak_rss_bytes = peak_rss_bytes();
+  for (auto& [k, n] : per_node) row.profile.push_back(n);
+  std::sort(row.profile.begin(), row.profile.end(), [](const NodeTime& a, const NodeTime& b) { return a.ms > b.ms; });
+  return "";
 }
 
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  Args a = parse_args(
-      argc, argv, 2, {"--batch", "--warmup", "--iters", "--duration", "--threads", "--json", "--device", "--precision"},
-      {"--quiet", "--no-optimize", "--no-dnnl"});
+  const CommandSpec& spec = bench_spec();
+  Args a = parse_args(argc, argv, 2, spec);
   SessionOptions opts;
   session_options(a, opts);
-  int warmup = static_cast<int>(a.get_int("--warmup", 5, 0, 1000000));
-  int iters = static_cast<int>(a.get_int("--iters", 0, 1, 100000000));
-  double duration = a.get_double("--duration", 3.0, 0.001, 86400);
-  if (a.has("--iters") && a.has("--duration") && a.usage_error.empty())
-    a.usage_error = "give --iters or --duration, not both";
-  std::vector<int64_t> batches;
-  {
-    std::stringstream ss(a.get("--batch", "1"));
+  opts.max_cached_plans = 1;  // batches run one after another: the memory figure is this batch's
+  const int warmup = static_cast<int>(a.get_int("--warmup", 5, 0, 1000000));
+  const int iters = static_cast<int>(a.get_int("--iterations", 0, 1, 100000000));
+  const double duration = a.get_double("--duration", 3.0, 0.001, 86400);
+  const uint32_t seed = static_cast<uint32_t>(a.get_int("--seed", 0, 0, 4294967295ll));
+  const size_t top = static_cast<size_t>(a.get_int("--top", 20, 1, 1000000));
+  if (a.has("--iterations") && a.has("--duration")) a.error("give --iterations or --duration, not both");
+  if (a.has("--top") && !a.has("--profile")) a.error("--top sets the rows of --profile; give --profile too");
+  std::vector<std::optional<int64_t>> batches;
+  if (a.has("--batch")) {
+    std::stringstream ss(a.get("--batch"));
     std::string b;
     while (std::getline(ss, b, ',')) {
       char* end = nullptr;
       long long v = std::strtoll(b.c_str(), &end, 10);
       if (b.empty() || *end || v < 1 || v > (1 << 20)) {
-        if (a.usage_error.empty()) a.usage_error = "--batch expects a list of positive integers, got '" + b + "'";
+        a.error("--batch expects a comma-separated list of integers in [1, 1048576], got '" + b + "'");
         break;
       }
       batches.push_back(v);
     }
+    if (batches.empty()) a.error("--batch expects a comma-separated list of integers in [1, 1048576]");
+  } else {
+    batches.push_back(std::nullopt);
   }
-  if (!a.usage_error.empty()) return usage(a.usage_error);
-  if (a.positional.size() != 1) return usage("bench takes one MODEL");
+  std::vector<ShapeSpec> shape_specs = parse_shape_specs(a);
+  if (a.positional.size() != 1)
+    a.error(a.positional.empty() ? "bench needs a MODEL"
+                                 : "bench takes one MODEL, got " + std::to_string(a.positional.size()) + " arguments");
+  if (int rc = handle_help_and_usage(spec, a); rc >= 0) return rc;
+
+  const std::string model = a.positional[0];
+  const std::string json_path = a.get("--json");
+  const bool json_stdout = json_path == "-";
   const bool quiet = a.has("--quiet");
+  FILE* out = json_stdout ? stderr : stdout;  // stdout then holds only the JSON
   const bool progress = !quiet && stderr_is_tty();
-  if (progress) fprintf(stderr, "loading %s...\r", a.positional[0].c_str());
-  auto load_t0 = std::chrono::steady_clock::now();
-  auto sess = Session::load(a.positional[0], opts);
+  BenchMeta meta;
+  meta.date = utc_now_iso8601();
+  for (int i = 0; i < argc; ++i) meta.command += (i ? " " : "") + std::string(i ? argv[i] : "infera");
+
+  // The JSON target is checked (and its temporary created) before anything is timed.
+  AtomicFile json_file;
+  if (a.has("--json") && !json_stdout) {
+    Status st = json_file.open(json_path);
+    if (!st.is_ok()) return fail("--json " + st.message());
+  }
+
+  if (progress) fprintf(stderr, "loading %s...\r", model.c_str());
+  const auto load_t0 = Clock::now();
+  auto sess = Session::load(model, opts);
   if (progress) fprintf(stderr, "\033[K");
   if (!sess.is_ok()) return fail(sess.message());
-  double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_t0).count();
+  const double load_ms = ms_since(load_t0);
   Session& s = *sess.value();
-  std::vector<BenchRow> rows;
-  for (int64_t batch : batches) {
-    auto shapes = shapes_for_batch(s, batch);
-    if (!shapes.is_ok()) return fail(shapes.message());
-    auto rep = s.prepare(shapes.value());
-    if (!rep.is_ok()) return fail(rep.message());
-    std::map<std::string, Tensor> inputs;
-    size_t io_bytes = 0;
+
+  auto files = load_file_inputs(s, a.all("--input"));
+  if (!files.is_ok()) return fail(files.message());
+  // Every batch's shapes are resolved before the first is timed: an impossible batch is refused
+  // up front, not after minutes of timing.
+  std::vector<ResolvedShapes> plans;
+  for (const auto& b : batches) {
+    auto r = resolve_shapes(s, ShapeRequest{shape_specs, b, &files.value()});
+    if (!r.is_ok()) return fail(r.message());
+    plans.push_back(r.take());
+  }
+
+  meta.model_path = model;
+  struct stat st {};
+  if (stat(model.c_str(), &st) == 0) meta.model_bytes = static_cast<size_t>(st.st_size);
+  if (a.has("--json")) {
+    auto h = sha256_file(model);
+    if (!h.is_ok()) return fail(h.message());
+    meta.model_sha256 = h.value();
+  }
+  meta.device = opts.device.str();
+  meta.precision = precision_name(opts.precision);
+  std::string backends;
+  for (const std::string& b : opts.backends) backends += (backends.empty() ? "" : ",") + b;
+  meta.backends = backends.empty() ? "default" : backends;
+  meta.optimize = opts.optimize;
+  meta.threads = opts.num_threads > 0 ? opts.num_threads : logical_cores();
+  meta.warmup = warmup;
+  meta.iterations = iters;
+  meta.duration_s = duration;
+  meta.inputs_json = inputs_json(s, files.value(), seed);
+
+  if (!quiet) {
+    fprintf(out, "infera bench %s, %s\n", version(), meta.date.c_str());
+    fprintf(out, "model      %s (%s%s%s, load %.1f ms)\n", model.c_str(), bytes_str(meta.model_bytes).c_str(),
+            meta.model_sha256.empty() ? "" : ", sha256 ", meta.model_sha256.c_str(), load_ms);
+    fprintf(out, "device     %s, precision %s, backends %s, graph passes %s\n", meta.device.c_str(),
+            meta.precision.c_str(), meta.backends.c_str(), opts.optimize ? "on" : "off");
+    fprintf(out, "threads    %d%s\n", meta.threads, opts.num_threads > 0 ? "" : " (all logical cores)");
+    if (iters)
+      fprintf(out, "runs       %d warmup, then %d timed runs per batch\n", warmup, iters);
+    else
+      fprintf(out, "runs       %d warmup, then %g s of timed runs per batch (at least 3)%s\n", warmup, duration,
+              a.has("--profile") ? "; every step timed (--profile)" : "");
     uint32_t k = 0;
     for (const IoInfo& io : s.inputs()) {
-      auto t = random_input(io, shapes.value()[io.name], k++);
-      if (!t.is_ok()) return fail(t.message());
-      io_bytes += t.value().nbytes();
-      inputs[io.name] = t.take();
+      auto f = files.value().find(io.name);
+      std::string src =
+          f != files.value().end() ? "from " + f->second.path : "random (seed " + std::to_string(seed + k) + ")";
+      fprintf(out, "input      %s %s %s: %s\n", io.name.c_str(), dtype_name(io.dtype), io_shape_str(io).c_str(),
+              src.c_str());
+      ++k;
     }
-    for (int i = 0; i < warmup; ++i) {
-      if (progress) fprintf(stderr, "batch %lld: warmup %d/%d   \r", (long long)batch, i + 1, warmup);
-      auto r = s.run(inputs);
-      if (!r.is_ok()) return fail(r.message());
-      if (i == 0)
-        for (auto& t : r.value()) io_bytes += t.nbytes();
+    for (const ResolvedShapes& r : plans) {
+      std::string line;
+      for (auto& [n, d] : r.dims) line += (line.empty() ? "" : ", ") + n + " " + shape_str(d);
+      fprintf(out, "shapes     batch %lld: %s\n", static_cast<long long>(r.batch > 0 ? r.batch : 1), line.c_str());
     }
-    std::vector<double> lat;
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 0;; ++i) {
-      if (iters
-              ? i >= iters
-              : (i >= 3 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= duration))
-        break;
-      auto t0 = std::chrono::steady_clock::now();
-      auto r = s.run(inputs);
-      auto t1 = std::chrono::steady_clock::now();
-      if (!r.is_ok()) return fail(r.message());
-      lat.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      if (progress && i % 5 == 0) fprintf(stderr, "batch %lld: %d runs   \r", (long long)batch, i + 1);
-    }
-    if (progress) fprintf(stderr, "%40s\r", "");
+    fprintf(out,
+            "memory     measured: MiB = what the session holds after the timed runs (weights, arenas,\n"
+            "           scratch) + input/output tensors; RSS = the process's peak resident set (getrusage)\n\n");
+    print_table_header(out);
+  }
+
+  std::vector<BenchRow> rows;
+  for (const ResolvedShapes& r : plans) {
     BenchRow row;
-    row.batch = batch;
-    row.p50 = percentile(lat, 50);
-    row.p90 = percentile(lat, 90);
-    row.p99 = percentile(lat, 99);
-    row.mean = std::accumulate(lat.begin(), lat.end(), 0.0) / lat.size();
-    row.throughput = batch * 1000.0 / row.mean;
-    row.build_ms = rep.value().build_ms;
-    row.peak_memory = rep.value().arena_bytes + rep.value().weight_bytes + io_bytes;
-    rows.push_back(row);
+    std::string why = bench_one(s, r, files.value(), seed, warmup, iters, duration, a.has("--profile"), progress, row);
+    if (!why.empty()) return fail(why);
+    if (!quiet) print_table_row(out, row);
+    rows.push_back(std::move(row));
   }
-  if (!quiet) {
-    printf("model %s (load %.1f ms)\n", a.positional[0].c_str(), load_ms);
-    printf("%6s %10s %10s %10s %10s %12s %12s %10s\n", "batch", "p50 ms", "p90 ms", "p99 ms", "mean ms", "items/s",
-           "peak MiB", "build ms");
-    for (auto& r : rows)
-      printf("%6lld %10.3f %10.3f %10.3f %10.3f %12.1f %12.1f %10.1f\n", (long long)r.batch, r.p50, r.p90, r.p99,
-             r.mean, r.throughput, r.peak_memory / 1048576.0, r.build_ms);
-  }
+  if (!quiet && a.has("--profile"))
+    for (const BenchRow& r : rows) print_profile(out, r, top);
+
   if (a.has("--json")) {
-    std::ofstream f(a.get("--json"));
-    if (!f) return fail(a.get("--json") + ": cannot write");
-    f << "[\n";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const BenchRow& r = rows[i];
-      char buf[512];
-      snprintf(
-          buf, sizeof buf,
-          "  {\"batch\": %lld, \"latency_ms_p50\": %.4f, \"latency_ms_p90\": %.4f, \"latency_ms_p99\": %.4f, "
-          "\"latency_ms_mean\": %.4f, \"throughput_per_s\": %.3f, \"peak_memory_bytes\": %zu, \"build_ms\": %.3f}%s\n",
-          (long long)r.batch, r.p50, r.p90, r.p99, r.mean, r.throughput, r.peak_memory, r.build_ms,
-          i + 1 < rows.size() ? "," : "");
-      f << buf;
+    const std::string j = bench_json(meta, rows, top);
+    if (json_stdout) {
+      fputs(j.c_str(), stdout);
+      fflush(stdout);
+    } else {
+      Status w = json_file.write(j);
+      if (w.is_ok()) w = json_file.commit();
+      if (!w.is_ok()) return fail(w.message());
     }
-    f << "]\n";
   }
   return kExitOk;
 }

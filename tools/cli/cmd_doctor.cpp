@@ -32,10 +32,22 @@ static long long meminfo_kb(const std::string& key) {
   return -1;
 }
 
+const CommandSpec& doctor_spec() {
+  static const CommandSpec spec{"doctor",
+                                "[options]",
+                                "Shows this machine as infera sees it: OS, CPU, cores, ISA extensions, NUMA nodes,\n"
+                                "memory, each backend (oneDNN version, the kernels it picks) and whether a GPU\n"
+                                "backend is built in. Takes no arguments.",
+                                {},
+                                false};
+  return spec;
+}
+
 int cmd_doctor(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2, {}, {"--quiet"});
-  if (!a.usage_error.empty()) return usage(a.usage_error);
-  if (!a.positional.empty()) return usage("doctor takes no arguments");
+  const CommandSpec& spec = doctor_spec();
+  Args a = parse_args(argc, argv, 2, spec);
+  if (!a.positional.empty()) a.error("doctor takes no arguments");
+  if (int rc = handle_help_and_usage(spec, a); rc >= 0) return rc;
   utsname u{};
   uname(&u);
   printf("infera %s\n", version());

@@ -1,28 +1,60 @@
 // infera run: one inference with inputs from files (or seeded random data), outputs to .npy.
-#include <sys/stat.h>
-
 #include "cli.h"
 
 namespace infera::cli {
 
+const CommandSpec& run_spec() {
+  static const CommandSpec spec = [] {
+    CommandSpec c{"run",
+                  "MODEL [options]",
+                  "Runs MODEL once and writes each output to DIR/<output name>.npy (characters\n"
+                  "other than [A-Za-z0-9._-] become _; names that then collide are an error).\n"
+                  "Inputs come from files, or are seeded random data: floats U[-1,1), integers\n"
+                  "in [0,10), bools in {0,1}; input k uses seed --seed + k.",
+                  {}};
+    c.options = {
+        {"--input", "NAME=PATH",
+         "an input from a .npy or ONNX TensorProto .pb file (repeatable);\na single-input model also takes PATH alone "
+         "(default: random data)",
+         "", true},
+    };
+    for (auto& o : shape_opt_specs()) c.options.push_back(o);
+    c.options.push_back({"--batch", "N",
+                         "the batch: the first dim of each input whose first dim is free,\n1..1048576 (default 1, or "
+                         "the batch of the --input files)"});
+    c.options.push_back({"--seed", "N", "seed of the random inputs, 0..4294967295 (default 0)"});
+    c.options.push_back({"--output-dir", "DIR", "where the .npy files go, created if missing (default .)"});
+    for (auto& o : session_opt_specs()) c.options.push_back(o);
+    c.options.push_back(verbose_opt_spec());
+    c.options.push_back({"--quiet", "", "print nothing on success"});
+    return c;
+  }();
+  return spec;
+}
+
+// A file name for an output: no path separators, never "." or "..".
 static std::string sanitize(const std::string& name) {
   std::string s = name.empty() ? "output" : name;
   for (char& c : s)
     if (!isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
-  if (s == "." || s == "..") s = "_";
+  if (s.find_first_not_of('.') == std::string::npos) s = std::string(s.size(), '_');
   return s;
 }
 
 int cmd_run(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2,
-                      {"--input", "--output-dir", "--device", "--precision", "--batch", "--threads", "--seed"},
-                      {"--quiet", "--no-optimize", "--no-dnnl"});
+  const CommandSpec& spec = run_spec();
+  Args a = parse_args(argc, argv, 2, spec);
   SessionOptions opts;
   session_options(a, opts);
-  int64_t batch = a.get_int("--batch", 1, 1, 1 << 20);
-  uint32_t seed = static_cast<uint32_t>(a.get_int("--seed", 0, 0, 1ll << 31));
-  if (!a.usage_error.empty()) return usage(a.usage_error);
-  if (a.positional.size() != 1) return usage("run takes one MODEL");
+  std::optional<int64_t> batch;
+  if (a.has("--batch")) batch = a.get_int("--batch", 1, 1, 1 << 20);
+  const uint32_t seed = static_cast<uint32_t>(a.get_int("--seed", 0, 0, 4294967295ll));
+  std::vector<ShapeSpec> shape_specs = parse_shape_specs(a);
+  if (a.positional.size() != 1 && a.usage_error.empty())
+    a.error(a.positional.empty() ? "run needs a MODEL"
+                                 : "run takes one MODEL, got " + std::to_string(a.positional.size()) + " arguments");
+  if (int rc = handle_help_and_usage(spec, a); rc >= 0) return rc;
+
   const bool quiet = a.has("--quiet");
   const bool progress = !quiet && stderr_is_tty();
   if (progress) fprintf(stderr, "loading %s...\r", a.positional[0].c_str());
@@ -31,53 +63,39 @@ int cmd_run(int argc, char** argv) {
   if (!sess.is_ok()) return fail(sess.message());
   Session& s = *sess.value();
 
-  std::map<std::string, Tensor> inputs;
-  for (const std::string& spec : a.all("--input")) {
-    std::string name, path = spec;
-    size_t eq = spec.find('=');
-    if (eq != std::string::npos) {
-      std::string n = spec.substr(0, eq);
-      for (const IoInfo& io : s.inputs())
-        if (io.name == n) name = n;
-      if (name.empty()) {
-        struct stat st;
-        if (stat(spec.c_str(), &st) != 0) return fail("--input " + spec + ": the model has no input named '" + n + "'");
-      } else {
-        path = spec.substr(eq + 1);
-      }
-    }
-    if (name.empty()) {
-      if (s.inputs().size() != 1)
-        return usage("--input PATH without NAME= needs a single-input model; this one has " +
-                     std::to_string(s.inputs().size()));
-      name = s.inputs()[0].name;
-    }
-    auto t = load_tensor_file(path);
-    if (!t.is_ok()) return fail(t.message());
-    inputs[name] = t.take();
+  // Output names first: a collision is known before anything runs.
+  const std::string dir = a.get("--output-dir", ".");
+  std::map<std::string, std::string> file_of;  // sanitized file name -> output name
+  std::vector<std::string> paths;
+  for (const IoInfo& io : s.outputs()) {
+    std::string f = sanitize(io.name) + ".npy";
+    auto [it, fresh] = file_of.emplace(f, io.name);
+    if (!fresh)
+      return fail("outputs '" + it->second + "' and '" + io.name + "' would both be written to " + dir + "/" + f);
+    paths.push_back(dir + "/" + f);
   }
-  if (inputs.empty()) {
-    auto shapes = shapes_for_batch(s, batch);
-    if (!shapes.is_ok()) return fail(shapes.message());
-    uint32_t k = 0;
-    for (const IoInfo& io : s.inputs()) {
-      auto t = random_input(io, shapes.value()[io.name], seed + k++);
-      if (!t.is_ok()) return fail(t.message());
-      inputs[io.name] = t.take();
-    }
-  }
-  auto outs = s.run(inputs);
+
+  auto files = load_file_inputs(s, a.all("--input"));
+  if (!files.is_ok()) return fail(files.message());
+  auto shapes = resolve_shapes(s, ShapeRequest{shape_specs, batch, &files.value()});
+  if (!shapes.is_ok()) return fail(shapes.message());
+  auto inputs = make_inputs(s, shapes.value(), files.value(), seed);
+  if (!inputs.is_ok()) return fail(inputs.message());
+  Status st = make_dirs(dir);
+  if (!st.is_ok()) return fail(st.message());
+
+  auto outs = s.run(inputs.value());
   if (!outs.is_ok()) return fail(outs.message());
-  std::string dir = a.get("--output-dir", ".");
-  mkdir(dir.c_str(), 0755);
   for (size_t i = 0; i < outs.value().size(); ++i) {
     const Tensor& t = outs.value()[i];
-    std::string path = dir + "/" + sanitize(s.outputs()[i].name) + ".npy";
-    Status st = save_npy(path, t);
+    AtomicFile f;
+    st = f.open(paths[i]);
+    if (st.is_ok()) st = save_npy(f.temp_path(), t).prefixed(paths[i] + ": ");
+    if (st.is_ok()) st = f.commit();
     if (!st.is_ok()) return fail(st.message());
     if (!quiet)
       printf("%s %s %s -> %s\n", s.outputs()[i].name.c_str(), dtype_name(t.dtype()), shape_str(t.dims()).c_str(),
-             path.c_str());
+             paths[i].c_str());
   }
   return kExitOk;
 }

@@ -1,0 +1,61 @@
+// infera bench: what one batch size measured, and how it is reported (table row, profile, JSON).
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+
+namespace infera::cli {
+
+struct LatencyStats {
+  size_t count = 0;
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0, min = 0, max = 0, stddev = 0;
+  bool has_p99 = false;  // p99 of fewer than 100 samples is an extreme, not a percentile
+};
+LatencyStats latency_stats(std::vector<double> ms);
+
+// Time of one node (or inserted step kind) summed over the timed runs.
+struct NodeTime {
+  std::string node, op, backend;
+  double ms = 0;
+  size_t calls = 0;
+};
+
+struct BenchRow {
+  int64_t batch = 0;  // items per run (1 where the model has no batch)
+  std::map<std::string, std::vector<int64_t>> shapes;
+  LatencyStats lat;
+  double throughput = 0;          // items per second from the mean
+  double build_ms = 0;            // plan build time
+  size_t planned_bytes = 0;       // arena + weights + scratch as planned
+  size_t session_bytes = 0;       // Session::allocated_bytes() after the timed runs
+  size_t io_bytes = 0;            // input and output tensors held by the benchmark
+  size_t peak_rss_bytes = 0;      // the process's high-water mark after this batch (getrusage)
+  std::vector<NodeTime> profile;  // sorted, slowest first (all nodes; the report shows the top)
+  size_t profiled_runs = 0;
+};
+
+// The human report: table header and one row per batch, printed as each finishes.
+void print_table_header(FILE* out);
+void print_table_row(FILE* out, const BenchRow& r);
+void print_profile(FILE* out, const BenchRow& r, size_t top);
+
+struct BenchMeta {
+  std::string model_path, model_sha256, date, device, precision, backends;
+  size_t model_bytes = 0;
+  bool optimize = true;
+  int threads = 0;
+  int warmup = 0;
+  int iterations = 0;  // 0: by duration
+  double duration_s = 0;
+  std::string inputs_json;  // a JSON array describing each input's source
+  std::string command;
+};
+std::string bench_json(const BenchMeta& m, const std::vector<BenchRow>& rows, size_t top);
+
+extern const char* const kMemoryNote;
+
+}  // namespace infera::cli

@@ -1,0 +1,170 @@
+// Errors, session options and small formatting helpers shared by the commands.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <thread>
+
+#include "cli.h"
+
+namespace infera::cli {
+
+// One safe line: control characters escaped (names from a model or argv may hold CR, ESC, ...).
+static std::string safe_line(const std::string& msg) {
+  std::string s;
+  for (unsigned char c : msg) {
+    if (c < 0x20 || c == 0x7f) {
+      char b[8];
+      snprintf(b, sizeof b, "\\x%02x", c);
+      s += b;
+    } else {
+      s += static_cast<char>(c);
+    }
+  }
+  return s;
+}
+
+int fail(const std::string& msg) {
+  fprintf(stderr, "infera: error: %s\n", safe_line(msg).c_str());
+  return kExitModelError;
+}
+
+int usage(const std::string& cmd, const std::string& msg) {
+  std::string see = cmd.empty() ? "infera --help" : "infera " + cmd + " --help";
+  fprintf(stderr, "infera: usage error: %s (see '%s')\n", safe_line(msg).c_str(), see.c_str());
+  return kExitUsage;
+}
+
+int handle_help_and_usage(const CommandSpec& cmd, const Args& a) {
+  if (a.help) {
+    fputs(help_text(cmd).c_str(), stdout);
+    return kExitOk;
+  }
+  if (!a.usage_error.empty()) return usage(cmd.name, a.usage_error);
+  return -1;
+}
+
+int logical_cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+void session_options(Args& a, SessionOptions& o) {
+  // More threads than cores only makes OpenMP threads wait on each other, and a huge count ends
+  // in libgomp's own abort when thread creation fails: the range is the machine's cores.
+  o.num_threads = static_cast<int>(a.get_int("--threads", 0, 1, logical_cores()));
+  if (a.has("--device")) {
+    auto dev = Device::parse(a.get("--device"));
+    if (dev.is_ok())
+      o.device = dev.value();
+    else
+      a.error("--device: " + dev.message());
+  }
+  if (a.has("--precision")) {
+    auto prec = parse_precision(a.get("--precision"));
+    if (prec.is_ok())
+      o.precision = prec.value();
+    else
+      a.error("--precision: " + prec.message());
+  }
+  o.optimize = !a.has("--no-optimize");
+  if (a.has("--no-dnnl")) o.backends = {"ref"};
+  if (a.has("--verbose")) {
+    o.verbose = 1;
+    // Until every part of the library reads SessionOptions::verbose, the environment variable
+    // carries it (read once, at first use, which is after this).
+    const char* e = getenv("INFERA_VERBOSE");
+    if (!e || atoi(e) < 1) setenv("INFERA_VERBOSE", "1", 1);
+  }
+}
+
+std::string shape_str(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + (d[i] < 0 ? std::string("?") : std::to_string(d[i]));
+  return s + "]";
+}
+
+std::string io_shape_str(const IoInfo& io) {
+  if (!io.rank_known) return "(shape not declared)";
+  std::string s = "[";
+  for (size_t i = 0; i < io.dims.size(); ++i) {
+    if (i) s += ",";
+    s += io.dims[i].value >= 0 ? std::to_string(io.dims[i].value) : io.dims[i].symbol.empty() ? "?" : io.dims[i].symbol;
+  }
+  return s + "]";
+}
+
+std::string count_str(double n) {
+  char b[64];
+  const double a = std::fabs(n);
+  if (a < 1e3)
+    snprintf(b, sizeof b, "%.0f", n);
+  else if (a < 1e6)
+    snprintf(b, sizeof b, "%.1f k", n / 1e3);
+  else if (a < 1e9)
+    snprintf(b, sizeof b, "%.1f M", n / 1e6);
+  else if (a < 1e12)
+    snprintf(b, sizeof b, "%.2f G", n / 1e9);
+  else
+    snprintf(b, sizeof b, "%.2f T", n / 1e12);
+  return b;
+}
+
+std::string bytes_str(size_t n) {
+  char b[64];
+  if (n < 1024)
+    snprintf(b, sizeof b, "%zu bytes", n);
+  else if (n < (size_t{1} << 20))
+    snprintf(b, sizeof b, "%.1f KiB", static_cast<double>(n) / 1024.0);
+  else
+    snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(n) / 1048576.0);
+  return b;
+}
+
+// The length of the valid UTF-8 sequence at s[i], or 0.
+static size_t utf8_len(const std::string& s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  const auto c1 = static_cast<unsigned char>(s[i + 1]);
+  if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 >= 0xa0) || (c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 >= 0x90))
+    return 0;  // overlong, surrogate or beyond U+10FFFF
+  return n;
+}
+
+std::string json_str(const std::string& s) {
+  std::string r = "\"";
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      r += '\\';
+      r += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char b[8];
+      snprintf(b, sizeof b, "\\u%04x", c);
+      r += b;
+    } else if (c < 0x80) {
+      r += static_cast<char>(c);
+    } else if (size_t n = utf8_len(s, i)) {
+      r += s.substr(i, n);
+      i += n - 1;
+    } else {
+      r += "\\ufffd";  // a name from a model need not be UTF-8; the JSON must be
+    }
+  }
+  return r + "\"";
+}
+
+std::string utc_now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char b[32];
+  strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return b;
+}
+
+bool stderr_is_tty() { return isatty(2); }
+
+}  // namespace infera::cli
