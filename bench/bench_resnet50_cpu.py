@@ -102,7 +102,9 @@ def run_infera(infera, model, batch, threads, warmup, duration, work):
     if p.returncode != 0:
         raise RuntimeError("infera bench exit %d: %s" % (p.returncode, p.stderr.strip()[-300:]))
     with open(j) as f:
-        data = json.load(f)["results"]
+        data = json.load(f)
+    if isinstance(data, dict):  # infera >= 0.2 writes {metadata..., "results": [...]}
+        data = data["results"]
     row = [d for d in data if d.get("batch") == batch]
     if not row:
         raise RuntimeError("infera bench JSON has no batch %d: %s" % (batch, data))
@@ -181,6 +183,14 @@ def write_markdown(path, res, png_name):
             r["batch"], i["p50_ms"], i["mean_ms"], o["p50_ms"], o["mean_ms"], i["throughput_per_s"],
             o["throughput_per_s"], r["ratio_p50"], r["ratio_mean"]))
     lines += ["", "A ratio above 1.00× means infera takes less time than ONNX Runtime.", ""]
+    if "baseline" in res["versions"]:
+        bv = res["versions"]["baseline"]
+        lines += ["Before and after, same rounds: infera %s (git %s) as 'before'." % (bv["infera"], bv["git"]), "",
+                  "| batch | before p50 ms | after p50 ms | before/after (p50) |", "| ---: | ---: | ---: | ---: |"]
+        for r in res["results"]:
+            lines.append("| %d | %.2f | %.2f | %.2f× |" % (r["batch"], r["baseline"]["p50_ms"], r["infera"]["p50_ms"],
+                                                        r["baseline_ratio_p50"]))
+        lines += [""]
     extra = []
     for r in res["results"]:
         first = r["infera"]["rounds"][0]
@@ -222,6 +232,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=3, help="iterations before each timed run")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--name", default="resnet50-cpu", help="file name after the date")
+    ap.add_argument("--baseline", default="", help="an infera binary of an earlier commit, timed in the same "
+                    "rounds (alternating with the others) and reported as 'before'")
+    ap.add_argument("--baseline-git", default="", help="the commit the --baseline binary was built from")
     args = ap.parse_args()
 
     for path, what in ((args.model, "model (tests/models/export_models.py --models resnet50)"),
@@ -233,14 +246,18 @@ def main():
     batches = [int(b) for b in args.batches.split(",")]
     infera = os.path.abspath(args.infera)
     ortr = OrtRunner(args.model, args.threads)
-    runs = {b: {"infera": [], "onnxruntime": []} for b in batches}
+    engines = ["infera", "onnxruntime"] + (["baseline"] if args.baseline else [])
+    baseline = os.path.abspath(args.baseline) if args.baseline else ""
+    runs = {b: {e: [] for e in engines} for b in batches}
     with tempfile.TemporaryDirectory(prefix="infera-bench-") as work:
         for r in range(args.rounds):
             for b in batches:
-                order = ("infera", "onnxruntime") if r % 2 == 0 else ("onnxruntime", "infera")
+                order = engines[r % len(engines):] + engines[:r % len(engines)]  # rotate who goes first
                 for eng in order:
                     if eng == "infera":
                         res = run_infera(infera, args.model, b, args.threads, args.warmup, args.duration, work)
+                    elif eng == "baseline":
+                        res = run_infera(baseline, args.model, b, args.threads, args.warmup, args.duration, work)
                     else:
                         res = ortr.run(b, args.warmup, args.duration)
                     runs[b][eng].append(res)
@@ -250,9 +267,13 @@ def main():
     results = []
     for b in batches:
         i, o = summarize(runs[b]["infera"], b), summarize(runs[b]["onnxruntime"], b)
-        results.append({"batch": b, "infera": i, "onnxruntime": o,
-                        "ratio_p50": round(o["p50_ms"] / i["p50_ms"], 3),
-                        "ratio_mean": round(o["mean_ms"] / i["mean_ms"], 3)})
+        row = {"batch": b, "infera": i, "onnxruntime": o, "ratio_p50": round(o["p50_ms"] / i["p50_ms"], 3),
+               "ratio_mean": round(o["mean_ms"] / i["mean_ms"], 3)}
+        if args.baseline:
+            bl = summarize(runs[b]["baseline"], b)
+            row["baseline"] = bl
+            row["baseline_ratio_p50"] = round(bl["p50_ms"] / i["p50_ms"], 3)  # > 1: faster than before
+        results.append(row)
     now = datetime.datetime.now().astimezone()
     res = {
         "generator": "bench/bench_resnet50_cpu.py",
@@ -266,6 +287,8 @@ def main():
                      "warmup": args.warmup, "model": args.model, "ort_build_ms": round(ortr.build_ms, 1)},
         "results": results,
     }
+    if args.baseline:
+        res["versions"]["baseline"] = {"infera": infera_version(baseline), "git": args.baseline_git or "unknown"}
     os.makedirs(args.out, exist_ok=True)
     stem = os.path.join(args.out, "%s-%s" % (now.strftime("%Y-%m-%d"), args.name))
     with open(stem + ".json", "w") as f:
@@ -274,8 +297,10 @@ def main():
     write_markdown(stem + ".md", res, os.path.basename(stem + ".png") if png else None)
     print()
     for r in results:
-        print("batch %2d: infera p50 %.2f ms, ORT p50 %.2f ms, ORT/infera %.2fx (mean %.2fx)" % (
-            r["batch"], r["infera"]["p50_ms"], r["onnxruntime"]["p50_ms"], r["ratio_p50"], r["ratio_mean"]))
+        print("batch %2d: infera p50 %.2f ms, ORT p50 %.2f ms, ORT/infera %.2fx (mean %.2fx)%s" % (
+            r["batch"], r["infera"]["p50_ms"], r["onnxruntime"]["p50_ms"], r["ratio_p50"], r["ratio_mean"],
+            ", before %.2f ms (before/after %.2fx)" % (r["baseline"]["p50_ms"], r["baseline_ratio_p50"])
+            if "baseline" in r else ""))
     print("wrote %s.json, .md%s" % (stem, ", .png" if png else ""))
     return 0
 

@@ -3,19 +3,25 @@
 // that one loaded session serves batch 1, batch 3 and other shapes after them (plan cache, arena
 // reuse), which separate `infera run` processes cannot show. Public API only (infera/infera.h).
 //
-// Usage: session_driver MODEL OUT_DIR RUN [RUN...] [--threads N]
+// Usage: session_driver MODEL OUT_DIR RUN [RUN...] [--threads N] [--run-on WHERE[,WHERE...]]
 //   RUN   NAME=FILE[,NAME=FILE...]: the inputs of one Session::run (.npy or TensorProto .pb)
+//   WHERE per run (the last one repeats): main (the thread that loaded the model, default),
+//         thread (a std::thread, default stack), or a stack size in bytes (a pthread with that
+//         stack): runs from other threads and small stacks must give the same bits.
 //   Writes OUT_DIR/run<k>/<output name>.npy (k from 0; characters other than [A-Za-z0-9._-] in a
 //   name become '_') and one line per run on stdout: "run <k>: <output dims...> <ms> ms".
 //   Last line: "plans cached: <n>". Errors: one line on stderr, exit 1; bad usage: exit 2.
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "infera/infera.h"
@@ -60,15 +66,52 @@ bool parse_run(const std::string& spec, std::vector<std::pair<std::string, std::
   return !out.empty();
 }
 
+// Runs f on the thread `where` names (see the usage) and waits for it.
+bool run_on(const std::string& where, const std::function<void()>& f) {
+  if (where == "main") {
+    f();
+    return true;
+  }
+  if (where == "thread") {
+    std::thread t(f);
+    t.join();
+    return true;
+  }
+  char* end = nullptr;
+  const unsigned long long bytes = std::strtoull(where.c_str(), &end, 10);
+  if (where.empty() || *end || bytes < 16384) return false;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  if (pthread_attr_setstacksize(&attr, bytes) != 0) return false;
+  pthread_t t;
+  auto body = [](void* p) -> void* {
+    (*static_cast<const std::function<void()>*>(p))();
+    return nullptr;
+  };
+  const bool ok = pthread_create(&t, &attr, body, const_cast<std::function<void()>*>(&f)) == 0;
+  pthread_attr_destroy(&attr);
+  if (ok) pthread_join(t, nullptr);
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> pos;
   infera::SessionOptions opts;
+  std::vector<std::string> where;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
       opts.num_threads = std::atoi(argv[++i]);
+    } else if (a == "--run-on" && i + 1 < argc) {
+      std::string spec = argv[++i];
+      for (size_t b = 0; b <= spec.size();) {
+        size_t e = spec.find(',', b);
+        if (e == std::string::npos) e = spec.size();
+        where.push_back(spec.substr(b, e - b));
+        b = e + 1;
+      }
     } else if (a.rfind("--", 0) == 0) {
       std::fprintf(stderr, "session_driver: unknown option %s\n", a.c_str());
       return 2;
@@ -97,7 +140,10 @@ int main(int argc, char** argv) {
       inputs[name] = t.take();
     }
     const auto t0 = std::chrono::steady_clock::now();
-    auto outs = session.run(inputs);
+    infera::Result<std::vector<infera::Tensor>> outs = infera::Status::error("not run");
+    const std::string on = run < where.size() ? where[run] : where.empty() ? "main" : where.back();
+    if (!run_on(on, [&] { outs = session.run(inputs); }))
+      return fail("run " + std::to_string(run) + ": cannot start a thread for --run-on '" + on + "'");
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!outs.is_ok()) return fail("run " + std::to_string(run) + ": " + outs.message());
     const std::string dir = pos[1] + "/run" + std::to_string(run);
@@ -110,7 +156,7 @@ int main(int argc, char** argv) {
       if (!s.is_ok()) return fail(s.message());
       line += " " + dims_str(y.dims());
     }
-    std::printf("%s %.1f ms\n", line.c_str(), ms);
+    std::printf("%s on %s %.1f ms\n", line.c_str(), on.c_str(), ms);
     std::fflush(stdout);
   }
   std::printf("plans cached: %zu\n", session.cached_plan_count());

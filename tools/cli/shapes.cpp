@@ -104,10 +104,9 @@ Status check_given(const IoInfo& io, const std::vector<int64_t>& d, const std::s
     if (io.dims[i].value < 0 && !sym.empty()) {
       auto [it, fresh] = symbols.emplace(sym, std::make_pair(d[i], "input '" + io.name + "' (" + from + ")"));
       if (!fresh && it->second.first != d[i])
-        return Status::error(StatusCode::kInvalidInput, "input '" + io.name + "': dim '" + sym + "' is " +
-                                                            std::to_string(d[i]) + " in " + from + ", but " +
-                                                            std::to_string(it->second.first) + " in " +
-                                                            it->second.second);
+        return Status::error(StatusCode::kInvalidInput,
+                             "input '" + io.name + "': dim '" + sym + "' is " + std::to_string(d[i]) + " in " + from +
+                                 ", but " + std::to_string(it->second.first) + " in " + it->second.second);
     }
   }
   return Status::ok();

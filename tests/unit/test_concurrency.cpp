@@ -1,0 +1,300 @@
+// Concurrent runs: one session from many threads (mixed batch sizes), several sessions at once,
+// outputs equal to serial runs bit for bit; caller-provided outputs; a run of a static plan
+// allocates nothing (RunContext).
+#include <omp.h>
+#include <onnx/onnx_pb.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <random>
+#include <thread>
+
+#include "backends/backend.h"
+#include "op_test_util.h"
+#include "ops/infer.h"
+#include "plan/plan.h"
+#include "runtime/run_context.h"
+
+// Counts operator new on threads that ask for it (the steady-state allocation test).
+namespace {
+thread_local bool g_count_allocs = false;
+std::atomic<long> g_allocs{0};
+}  // namespace
+
+void* operator new(size_t n) {
+  if (g_count_allocs) ++g_allocs;
+  void* p = std::malloc(n ? n : 1);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+void* operator new[](size_t n) { return operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+
+namespace infera {
+namespace {
+
+// A residual CNN block with a symbolic batch: conv3x3 16->32 + relu, conv3x3 32->32 + the first
+// conv's output + relu (Winograd-sized: 16x16), global average pool, flatten, gemm 32->10.
+onnx::ModelProto cnn_model() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("cnn");
+  auto tensor_io = [](onnx::ValueInfoProto* v, const char* name, std::vector<int64_t> dims, bool sym_batch) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (size_t i = 0; i < dims.size(); ++i) {
+      auto* d = t->mutable_shape()->add_dim();
+      if (i == 0 && sym_batch)
+        d->set_dim_param("N");
+      else
+        d->set_dim_value(dims[i]);
+    }
+  };
+  tensor_io(g->add_input(), "x", {0, 16, 16, 16}, true);
+  tensor_io(g->add_output(), "y", {0, 10}, true);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-0.2f, 0.2f);
+  auto weight = [&](const char* name, std::vector<int64_t> dims) {
+    auto* w = g->add_initializer();
+    w->set_name(name);
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    int64_t n = 1;
+    for (int64_t d : dims) w->add_dims(d), n *= d;
+    for (int64_t i = 0; i < n; ++i) w->add_float_data(u(rng));
+  };
+  weight("w1", {32, 16, 3, 3});
+  weight("b1", {32});
+  weight("w2", {32, 32, 3, 3});
+  weight("fc", {10, 32});
+  weight("fcb", {10});
+  auto node = [&](const char* op, std::vector<const char*> in, const char* out, bool pads = false) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (const char* i : in) n->add_input(i);
+    n->add_output(out);
+    if (pads) {
+      auto* a = n->add_attribute();
+      a->set_name("pads");
+      a->set_type(onnx::AttributeProto::INTS);
+      for (int i = 0; i < 4; ++i) a->add_ints(1);
+    }
+    return n;
+  };
+  node("Conv", {"x", "w1", "b1"}, "c1", true);
+  node("Relu", {"c1"}, "r1");
+  node("Conv", {"r1", "w2"}, "c2", true);
+  node("Add", {"c2", "r1"}, "a2");
+  node("Relu", {"a2"}, "r2");
+  node("GlobalAveragePool", {"r2"}, "p");
+  node("Flatten", {"p"}, "f");
+  auto* gemm = node("Gemm", {"f", "fc", "fcb"}, "y");
+  auto* tb = gemm->add_attribute();
+  tb->set_name("transB");
+  tb->set_type(onnx::AttributeProto::INT);
+  tb->set_i(1);
+  return m;
+}
+
+std::unique_ptr<Session> load(std::vector<std::string> backends = {}, int threads = 1) {
+  SessionOptions o;
+  o.backends = std::move(backends);
+  o.num_threads = threads;
+  auto s = Session::load_from_memory(cnn_model().SerializeAsString(), "", o);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  return s.is_ok() ? s.take() : nullptr;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.dims() == b.dims() && a.dtype() == b.dtype() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
+}
+
+TEST(Concurrency, OneSessionEightThreadsMixedBatches) {
+  auto s = load();
+  ASSERT_TRUE(s);
+  const std::vector<int64_t> batches = {1, 2, 3, 4};
+  std::vector<Tensor> inputs, serial;
+  for (int64_t b : batches) {
+    inputs.push_back(test::random_tensor({b, 16, 16, 16}, 40 + static_cast<uint32_t>(b)));
+    auto y = s->run({{"x", inputs.back()}});
+    ASSERT_TRUE(y.is_ok()) << y.message();
+    serial.push_back(y.value()[0]);
+  }
+  std::atomic<int> mismatches{0}, errors{0}, runs{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        const size_t k = static_cast<size_t>(t + i) % batches.size();
+        auto y = s->run({{"x", inputs[k]}});
+        ++runs;
+        if (!y.is_ok())
+          ++errors;
+        else if (!same_bits(y.value()[0], serial[k]))
+          ++mismatches;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(runs.load(), 200);
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0) << "concurrent runs must give the bits of serial runs";
+  EXPECT_EQ(s->cached_plan_count(), batches.size());
+}
+
+TEST(Concurrency, FourSessionsAtOnce) {
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (int i = 0; i < 4; ++i) sessions.push_back(load({}, 1 + i % 2));
+  Tensor x = test::random_tensor({2, 16, 16, 16}, 9);
+  auto want = sessions[0]->run({{"x", x}});
+  ASSERT_TRUE(want.is_ok());
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      for (int r = 0; r < 20; ++r) {
+        auto y = sessions[i]->run({{"x", x}});
+        if (!y.is_ok() || !same_bits(y.value()[0], want.value()[0])) ++bad;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(Concurrency, CallerProvidedOutputs) {
+  auto s = load();
+  ASSERT_TRUE(s);
+  Tensor x = test::random_tensor({3, 16, 16, 16}, 5);
+  auto want = s->run({{"x", x}});
+  ASSERT_TRUE(want.is_ok());
+  auto rep = s->prepare({{"x", {3, 16, 16, 16}}});
+  ASSERT_TRUE(rep.is_ok());
+  ASSERT_EQ(rep.value().output_dims, (std::vector<std::vector<int64_t>>{{3, 10}}));
+  std::vector<float> buffer(30, -1.f);
+  std::vector<Tensor> outs = {Tensor::view(DataType::kFloat32, {3, 10}, buffer.data())};
+  std::vector<StepTiming> timings;
+  RunOptions ro;
+  ro.profile = &timings;
+  ASSERT_TRUE(s->run({{"x", x}}, outs, ro).is_ok());
+  EXPECT_EQ(std::memcmp(buffer.data(), want.value()[0].data(), 30 * sizeof(float)), 0);
+  EXPECT_EQ(timings.size(), rep.value().steps);
+  // Wrong dims or dtype: one clear error, nothing written.
+  std::vector<float> small(10, 7.f);
+  std::vector<Tensor> wrong = {Tensor::view(DataType::kFloat32, {1, 10}, small.data())};
+  Status st = s->run({{"x", x}}, wrong);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidInput);
+  EXPECT_NE(st.message().find("output 'y'"), std::string::npos) << st.message();
+  EXPECT_EQ(small[0], 7.f);
+}
+
+TEST(Concurrency, ThreadCountIsPerSessionNotProcessWide) {
+  auto s = load({}, 2);
+  ASSERT_TRUE(s);
+  const int before = omp_get_max_threads();
+  ASSERT_TRUE(s->run({{"x", test::random_tensor({1, 16, 16, 16}, 1)}}).is_ok());
+  EXPECT_EQ(omp_get_max_threads(), before) << "a run must leave the caller's OpenMP setting alone";
+}
+
+// A backend for the allocation test: elementwise kernels that allocate nothing themselves, so
+// that what is counted is the executor's own work.
+class LoopBackend : public Backend {
+ public:
+  const char* name() const override { return "loops"; }
+  Device device() const override { return Device::cpu(); }
+  BackendInfo info() const override { return BackendInfo{name(), "cpu", true, "", "test"}; }
+  Support supports(const StepRequest& req) const override {
+    const std::string& op = req.node->op_type;
+    if (op != "Relu" && op != "Sigmoid" && op != "Add") return Support::no("not a loop op");
+    Support s;
+    s.ok = true;
+    s.input_formats.assign(req.inputs.size(), kPlainOnly);
+    s.output_formats.assign(req.outputs.size(), kPlainOnly);
+    return s;
+  }
+  Result<std::unique_ptr<StepKernel>> create(const StepRequest& req) const override {
+    return std::unique_ptr<StepKernel>(std::make_unique<Loop>(req.node->op_type));
+  }
+
+ private:
+  struct Loop : StepKernel {
+    explicit Loop(std::string op) : op(std::move(op)) {}
+    Status run(ComputeContext& ctx) const override {
+      const float* a = ctx.in(0).ptr<float>();
+      const float* b = ctx.num_inputs() > 1 ? ctx.in(1).ptr<float>() : nullptr;
+      float* y = ctx.out(0).ptr<float>();
+      for (int64_t i = 0, n = ctx.out(0).numel(); i < n; ++i)
+        y[i] = op == "Add" ? a[i] + b[i] : op == "Relu" ? (a[i] < 0 ? 0 : a[i]) : 1 / (1 + std::exp(-a[i]));
+      return Status::ok();
+    }
+    std::string impl_name() const override { return "loop"; }
+    std::string op;
+  };
+};
+
+// The executor allocates nothing in the steady state of a static-shape plan (what GPU graph
+// capture needs): counted over 10 runs of a RunContext whose kernels allocate nothing. The
+// same plan on oneDNN is counted and printed (oneDNN allocates inside its own execute()).
+TEST(Concurrency, SteadyStateRunAllocatesNothing) {
+  for (bool dnnl : {false, true}) {
+    Graph g;
+    g.opset = 17;
+    int x = g.add_value("x", DataType::kFloat32, Shape::of({2, 8, 6, 6}));
+    g.inputs = {x};
+    int prev = x;
+    for (const char* op : {"Relu", "Sigmoid", "Relu"}) {
+      Node n;
+      n.name = op + std::to_string(g.nodes.size());
+      n.op_type = op;
+      n.inputs = {prev};
+      prev = g.add_value(n.name + "_out");
+      n.outputs = {prev};
+      g.add_node(std::move(n));
+    }
+    Node add;
+    add.name = "add";
+    add.op_type = "Add";
+    add.inputs = {prev, x};
+    int y = g.add_value("y");
+    add.outputs = {y};
+    g.add_node(std::move(add));
+    g.outputs = {y};
+    ASSERT_TRUE(infer_graph(g).is_ok());
+    PlanOptions o;
+    if (dnnl)
+      o.backends.push_back(find_backend("dnnl", Device::cpu()).take());
+    else
+      o.backends.push_back(std::make_shared<LoopBackend>());
+    o.backends.push_back(find_backend("ref", Device::cpu()).take());
+    auto plan = make_plan(g, {{2, 8, 6, 6}}, o);
+    ASSERT_TRUE(plan.is_ok()) << plan.message();
+    EXPECT_EQ(plan.value()->report.steps_per_backend.at(dnnl ? "dnnl" : "loops"), 4u);
+    auto rc = RunContext::make(plan.value());
+    ASSERT_TRUE(rc.is_ok()) << rc.message();
+    Tensor in = test::random_tensor({2, 8, 6, 6}, 1);
+    Tensor out = Tensor::make(DataType::kFloat32, {2, 8, 6, 6}).take();
+    std::vector<const Tensor*> ins = {&in};
+    std::vector<Tensor*> outs = {&out};
+    ASSERT_TRUE(rc.value()->run(ins, outs, nullptr).is_ok());  // warm-up
+    g_allocs = 0;
+    g_count_allocs = true;
+    Status s = Status::ok();
+    for (int i = 0; i < 10 && s.is_ok(); ++i) s = rc.value()->run(ins, outs, nullptr);
+    g_count_allocs = false;
+    ASSERT_TRUE(s.is_ok()) << s.message();
+    if (!dnnl)
+      EXPECT_EQ(g_allocs.load(), 0) << "allocations in 10 steady-state runs";
+    else
+      std::printf("oneDNN steady state: %ld allocations in 10 runs (inside oneDNN's execute)\n", g_allocs.load());
+  }
+}
+
+}  // namespace
+}  // namespace infera
