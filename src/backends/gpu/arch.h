@@ -1,0 +1,290 @@
+// Per-architecture constants and the warp-level matrix-multiply wrappers: the only place besides
+// vendor.h with a vendor or architecture #if. Kernels are written once against these names:
+//   kWarpSize          32 on NVIDIA and gfx1030 (wave32), 64 on gfx908/gfx90a (CDNA wave64)
+//   cp_async16 & co.   cp.async (sm_80+) or a plain 16-byte load + shared store (HIP)
+//   WarpMma<WM, WN>    one warp's WM x WN fp32 accumulator tile, fed from fp16 shared-memory
+//                      tiles: mma.sync m16n8k16 + ldmatrix (sm_80/sm_90), MFMA 32x32x8 f16
+//                      (gfx908/gfx90a), packed-fp16 dot2 (gfx1030, no matrix cores), plain FMAs
+//                      elsewhere (and in the host pass, where it is never run).
+#pragma once
+
+#include <cstdint>
+
+#include "backends/gpu/vendor.h"
+
+// Which device path this compilation pass takes. Host passes take the generic branch.
+#if defined(INFERA_GPU_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define INFERA_GPU_MMA_SM80 1
+#elif defined(INFERA_GPU_HIP) && (defined(__gfx908__) || defined(__gfx90a__))
+#define INFERA_GPU_MMA_MFMA 1
+#elif defined(INFERA_GPU_HIP) && defined(__gfx1030__)
+#define INFERA_GPU_MMA_DOT2 1
+#endif
+
+namespace infera::gpu::arch {
+
+// ---- host-visible per-vendor constants (the host cannot know the wavefront size of the device
+// it will launch on, so block sizes are in threads and warp layouts are derived in device code).
+#if defined(INFERA_GPU_HIP)
+inline constexpr int kIgemmStages = 2;           // no async copy: plain double buffering
+inline constexpr int kMaxSmemBytes = 64 * 1024;  // LDS per workgroup (gfx908/gfx90a/gfx1030)
+#else
+inline constexpr int kIgemmStages = 4;            // cp.async pipeline depth
+inline constexpr int kMaxSmemBytes = 227 * 1024;  // sm_90 opt-in limit; sm_80 checked at run time
+#endif
+
+// How the activation function is emitted into epilogues: inlined on NVIDIA; a call on AMD, where
+// the inlined switch over every kind made fully unrolled register-tile epilogues too large to unroll.
+#if defined(INFERA_GPU_HIP)
+#define INFERA_GPU_ACT_FN __device__ __noinline__
+#else
+#define INFERA_GPU_ACT_FN __device__ __forceinline__
+#endif
+
+// ---- device-side constants
+#if defined(__AMDGCN_WAVEFRONT_SIZE)
+inline constexpr int kWarpSize = __AMDGCN_WAVEFRONT_SIZE;
+#else
+inline constexpr int kWarpSize = 32;
+#endif
+
+__device__ inline float warp_shfl_xor(float v, int mask) {
+#if defined(INFERA_GPU_HIP)
+  return __shfl_xor(v, mask);
+#else
+  return __shfl_xor_sync(0xffffffffu, v, mask);
+#endif
+}
+
+__device__ inline float h2f(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
+__device__ inline uint16_t f2h(float v) { return __half_as_ushort(__float2half_rn(v)); }
+
+// ---- asynchronous global -> shared copies of 16 bytes; pred false writes zeros.
+__device__ inline void cp_async16(void* smem, const void* gmem, bool pred) {
+#if defined(INFERA_GPU_MMA_SM80)
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(pred ? 16 : 0));
+#else
+  *static_cast<uint4*>(smem) = pred ? *static_cast<const uint4*>(gmem) : make_uint4(0, 0, 0, 0);
+#endif
+}
+__device__ inline void cp_async_commit() {
+#if defined(INFERA_GPU_MMA_SM80)
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+template <int N>
+__device__ inline void cp_async_wait() {
+#if defined(INFERA_GPU_MMA_SM80)
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+// ---- shared-memory tile layout of the fp16 GEMM kernels: rows of kTileK halves (4 chunks of 16
+// bytes), K contiguous; the chunk index is XORed with (row / 2) % 4 so that 8 consecutive rows at
+// one chunk (an ldmatrix phase, or 8 lanes of a cp.async) land in 8 different 16-byte bank groups.
+inline constexpr int kTileK = 32;
+__host__ __device__ constexpr int swz(int row, int chunk) { return row * kTileK + ((chunk ^ ((row >> 1) & 3)) << 3); }
+
+// How NT threads split a BM x BN block tile into warps (device side: depends on kWarpSize).
+template <int BM, int BN, int NT>
+struct WarpLayout {
+  static constexpr int kWarps = NT / kWarpSize;
+  static constexpr int kWarpsM = kWarps >= 8   ? (BM > BN ? 4 : 2)
+                                 : kWarps == 4 ? 2
+                                 : kWarps == 2 ? (BM >= BN ? 2 : 1)
+                                               : 1;
+  static constexpr int kWarpsN = kWarps / kWarpsM;
+  static constexpr int kWM = BM / kWarpsM;
+  static constexpr int kWN = BN / kWarpsN;
+  static_assert(kWarpsM * kWarpsN == kWarps, "warp layout");
+};
+
+#if defined(INFERA_GPU_MMA_SM80)
+// mma.sync m16n8k16 (f16 x f16 -> f32): A fragments by ldmatrix.x4 of 16 rows x 16 k, B fragments
+// by ldmatrix.x4 of 16 output columns x 16 k (B is stored [n][k], the "col" operand).
+template <int WM, int WN>
+struct WarpMma {
+  static_assert(WM % 16 == 0 && WN % 16 == 0, "sm80 warp tile");
+  static constexpr int kMT = WM / 16, kNT = WN / 8;
+  float acc[kMT][kNT][4];
+
+  __device__ void zero() {
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int j = 0; j < kNT; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+  }
+
+  // One k16 slice (ks = 0 or 1 of the kTileK = 32 tile). a_row0/b_row0: the warp's first row in
+  // the block's A and B tiles.
+  __device__ void step(const uint16_t* sA, const uint16_t* sB, int a_row0, int b_row0, int ks, int lane) {
+    const unsigned a_base = static_cast<unsigned>(__cvta_generic_to_shared(sA));
+    const unsigned b_base = static_cast<unsigned>(__cvta_generic_to_shared(sB));
+    unsigned a[kMT][4], b[kNT / 2][4];
+#pragma unroll
+    for (int i = 0; i < kMT; ++i) {
+      const int row = a_row0 + i * 16 + (lane & 15);
+      const unsigned addr = a_base + 2u * swz(row, ks * 2 + (lane >> 4));
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(a[i][0]), "=r"(a[i][1]), "=r"(a[i][2]), "=r"(a[i][3])
+                   : "r"(addr));
+    }
+#pragma unroll
+    for (int j = 0; j < kNT / 2; ++j) {
+      const int row = b_row0 + j * 16 + (lane & 7) + ((lane >> 4) << 3);
+      const unsigned addr = b_base + 2u * swz(row, ks * 2 + ((lane >> 3) & 1));
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(b[j][0]), "=r"(b[j][1]), "=r"(b[j][2]), "=r"(b[j][3])
+                   : "r"(addr));
+    }
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) {
+        float* c = acc[i][j];
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j >> 1][(j & 1) * 2]),
+              "r"(b[j >> 1][(j & 1) * 2 + 1]));
+      }
+  }
+
+  // Writes the accumulators whose row (in the warp tile, offset by row0) falls in [lo, lo + rows)
+  // to tile[(row - lo) * pitch + col0 + col] (fp32). Pairs of columns go out as one 8-byte store.
+  __device__ void store(float* tile, int pitch, int row0, int col0, int lo, int rows, int lane) const {
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row0 + i * 16 + (lane >> 2) + h * 8 - lo;
+        if (row < 0 || row >= rows) continue;
+#pragma unroll
+        for (int j = 0; j < kNT; ++j) {
+          const int col = col0 + j * 8 + (lane & 3) * 2;
+          *reinterpret_cast<float2*>(tile + row * pitch + col) = make_float2(acc[i][j][h * 2], acc[i][j][h * 2 + 1]);
+        }
+      }
+  }
+};
+
+#elif defined(INFERA_GPU_MMA_MFMA)
+// v_mfma_f32_32x32x8f16 on a wave64: lane l holds A[l % 32][(l / 32) * 4 + 0..3] and the same of
+// B^T (B is stored [n][k]); accumulator v of lane l is C[(v / 4) * 8 + (l / 32) * 4 + v % 4][l % 32].
+typedef _Float16 half4_t __attribute__((ext_vector_type(4)));
+typedef float float16_t __attribute__((ext_vector_type(16)));
+
+template <int WM, int WN>
+struct WarpMma {
+  static_assert(WM % 32 == 0 && WN % 32 == 0, "mfma warp tile");
+  static constexpr int kMT = WM / 32, kNT = WN / 32;
+  float16_t acc[kMT][kNT];
+
+  __device__ void zero() {
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int j = 0; j < kNT; ++j)
+#pragma unroll
+        for (int v = 0; v < 16; ++v) acc[i][j][v] = 0.f;
+  }
+
+  __device__ void step(const uint16_t* sA, const uint16_t* sB, int a_row0, int b_row0, int ks, int lane) {
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) {
+      const int chunk = ks * 2 + kk, within = (lane >> 5) * 4;
+      half4_t a[kMT], b[kNT];
+#pragma unroll
+      for (int i = 0; i < kMT; ++i)
+        a[i] = *reinterpret_cast<const half4_t*>(sA + swz(a_row0 + i * 32 + (lane & 31), chunk) + within);
+#pragma unroll
+      for (int j = 0; j < kNT; ++j)
+        b[j] = *reinterpret_cast<const half4_t*>(sB + swz(b_row0 + j * 32 + (lane & 31), chunk) + within);
+#pragma unroll
+      for (int i = 0; i < kMT; ++i)
+#pragma unroll
+        for (int j = 0; j < kNT; ++j) acc[i][j] = __builtin_amdgcn_mfma_f32_32x32x8f16(a[i], b[j], acc[i][j], 0, 0, 0);
+    }
+  }
+
+  __device__ void store(float* tile, int pitch, int row0, int col0, int lo, int rows, int lane) const {
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int j = 0; j < kNT; ++j)
+#pragma unroll
+        for (int v = 0; v < 16; ++v) {
+          const int row = row0 + i * 32 + (v >> 2) * 8 + (lane >> 5) * 4 + (v & 3) - lo;
+          if (row >= 0 && row < rows) tile[row * pitch + col0 + j * 32 + (lane & 31)] = acc[i][j][v];
+        }
+  }
+};
+
+#else
+// No matrix unit: the warp's lanes form a kLR x 8 grid, each lane owning rows lr + kLR*i and
+// columns lc + 8*j of the warp tile; a 16-byte chunk of k is consumed per (row, column) pair by
+// packed-fp16 dot2 on gfx1030 and by plain FMAs elsewhere.
+template <int WM, int WN>
+struct WarpMma {
+  static constexpr int kLC = 8, kLR = kWarpSize / kLC;
+  static_assert(WM % kLR == 0 && WN % kLC == 0, "simt warp tile");
+  static constexpr int kRows = WM / kLR, kCols = WN / kLC;
+  float acc[kRows][kCols];
+
+  __device__ void zero() {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i)
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) acc[i][j] = 0.f;
+  }
+
+  __device__ static float dot8(const uint4& a, const uint4& b, float c) {
+    const unsigned av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+#if defined(INFERA_GPU_MMA_DOT2)
+      typedef _Float16 half2_t __attribute__((ext_vector_type(2)));
+      c = __builtin_amdgcn_fdot2(__builtin_bit_cast(half2_t, av[t]), __builtin_bit_cast(half2_t, bv[t]), c, false);
+#else
+      c += h2f(static_cast<uint16_t>(av[t] & 0xffffu)) * h2f(static_cast<uint16_t>(bv[t] & 0xffffu));
+      c += h2f(static_cast<uint16_t>(av[t] >> 16)) * h2f(static_cast<uint16_t>(bv[t] >> 16));
+#endif
+    }
+    return c;
+  }
+
+  __device__ void step(const uint16_t* sA, const uint16_t* sB, int a_row0, int b_row0, int ks, int lane) {
+    const int lr = lane / kLC, lc = lane % kLC;
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) {
+      const int chunk = ks * 2 + kk;
+      uint4 b[kCols];
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) b[j] = *reinterpret_cast<const uint4*>(sB + swz(b_row0 + lc + kLC * j, chunk));
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        const uint4 a = *reinterpret_cast<const uint4*>(sA + swz(a_row0 + lr + kLR * i, chunk));
+#pragma unroll
+        for (int j = 0; j < kCols; ++j) acc[i][j] = dot8(a, b[j], acc[i][j]);
+      }
+    }
+  }
+
+  __device__ void store(float* tile, int pitch, int row0, int col0, int lo, int rows, int lane) const {
+    const int lr = lane / kLC, lc = lane % kLC;
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const int row = row0 + lr + kLR * i - lo;
+      if (row < 0 || row >= rows) continue;
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) tile[row * pitch + col0 + lc + kLC * j] = acc[i][j];
+    }
+  }
+};
+#endif
+
+}  // namespace infera::gpu::arch

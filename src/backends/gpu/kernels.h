@@ -1,0 +1,230 @@
+// Host API of the GPU kernel library (CUDA and HIP from the same sources). Plain structs in,
+// a Status out; every function only enqueues work on the given stream: nothing allocates device
+// memory or synchronizes, so a whole plan can be captured into a GPU graph. Workspace, where a
+// variant needs one, is passed in (conv_candidates / gemm_candidates say how many bytes).
+//
+// Conventions: activations are NHWC; fp16 storage with fp32 accumulation, or fp32 (no TF32).
+// A tensor may live inside a wider buffer (pixel_stride > C, c_offset > 0): that is how Concat
+// is done in place, by producers writing straight into their channel slice of the output.
+// Bias vectors are fp32. Epilogue order: y = act(conv + bias + residual).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backends/gpu/status.h"
+#include "backends/gpu/vendor.h"
+#include "ops/activation.h"
+
+namespace infera::gpu {
+
+enum class DType : uint8_t { kF32 = 0, kF16 = 1 };
+inline size_t dtype_size(DType t) { return t == DType::kF16 ? 2 : 4; }
+
+enum class KernelFamily : uint8_t {
+  kConv,
+  kGemm,
+  kPool,
+  kGlobalPool,
+  kPointwise,
+  kCast,
+  kBatchNorm,
+  kConcat,
+  kSoftmax,
+  kResize,
+  kLayout,
+};
+
+enum class KernelId : uint16_t {
+#define INFERA_GPU_KERNEL(name, family, dtype, what) name,
+#include "backends/gpu/kernels/list.h"
+#undef INFERA_GPU_KERNEL
+  kCount
+};
+
+struct KernelInfo {
+  KernelId id;
+  const char* name;
+  KernelFamily family;
+  DType dtype;
+  const char* what;
+};
+int kernel_count();
+const KernelInfo& kernel_info(KernelId id);
+const KernelInfo& kernel_info(int index);
+
+// What the dispatch needs to know about the device (filled once per device).
+struct DeviceInfo {
+  int device = 0;
+  int arch = 0;        // CUDA: major*10+minor; HIP: gcnArch-like major*10+minor
+  int sm_count = 1;    // multiprocessors / compute units
+  int smem_optin = 0;  // largest dynamic shared memory a block may get, bytes
+};
+Status query_device(int device, DeviceInfo* out);
+
+// An NHWC tensor inside a buffer: element (n, h, w, c) is at
+// data[((n * H + h) * W + w) * pixel_stride + c_offset + c]; pixel_stride 0 means C (tight).
+struct InNhwc {
+  const void* data = nullptr;
+  int64_t pixel_stride = 0;
+  int64_t c_offset = 0;
+};
+struct OutNhwc {
+  void* data = nullptr;
+  int64_t pixel_stride = 0;
+  int64_t c_offset = 0;
+};
+
+// A kernel variant that can run a given shape, with the workspace it needs. Candidates come in
+// heuristic order (the first is a sane default); the backend may time each once and keep the best.
+struct Candidate {
+  KernelId id = KernelId::kCount;
+  const char* name = "";
+  size_t workspace_bytes = 0;
+  int splits = 1;  // split-K factor (split-K variants)
+};
+
+// ---- convolution
+struct ConvShape {
+  DType dtype = DType::kF16;
+  int n = 1, h = 1, w = 1, c = 1;  // input
+  int k = 1;                       // output channels
+  int r = 1, s = 1;                // kernel height, width
+  int stride_h = 1, stride_w = 1;
+  int pad_t = 0, pad_l = 0, pad_b = 0, pad_r = 0;
+  int dil_h = 1, dil_w = 1;
+  int groups = 1;
+  // Where the input sits in its buffer (0: tight, at offset 0), assuming a 16-byte aligned base:
+  // decides which variants may load 16 bytes at a time. conv_forward's x must agree.
+  int64_t x_pixel_stride = 0, x_c_offset = 0;
+  int p() const { return (h + pad_t + pad_b - dil_h * (r - 1) - 1) / stride_h + 1; }
+  int q() const { return (w + pad_l + pad_r - dil_w * (s - 1) - 1) / stride_w + 1; }
+};
+struct Epilogue {
+  const float* bias = nullptr;  // [K] or nullptr
+  InNhwc residual;              // output-shaped, output dtype; data nullptr: none
+  Activation act;
+};
+struct ConvTensors {
+  InNhwc x;
+  const void* w = nullptr;  // [K][R][S][C / groups] (OHWI), the conv's dtype
+  OutNhwc y;
+  Epilogue ep;
+};
+Status conv_check(const ConvShape& s);  // nullptr error when the shape is valid
+std::vector<Candidate> conv_candidates(const ConvShape& s, const DeviceInfo& dev);
+Status conv_forward(const ConvShape& s, const Candidate& c, const ConvTensors& t, void* workspace,
+                    size_t workspace_bytes, gpuStream_t stream);
+
+// ---- GEMM / batched MatMul: C[b] = act(op(A[b]) op(B[b]) + bias + residual[b])
+// A is [M][K] (a[m * lda + k]) or, trans_a, stored [K][M] (a[k * lda + m]); B is [K][N]
+// (b[k * ldb + n]) or, trans_b, stored [N][K] (b[n * ldb + k]); C is [M][N] (c[m * ldc + n]).
+// Batch strides in elements; 0 broadcasts A or B over the batch.
+struct GemmShape {
+  DType dtype = DType::kF16;
+  int batch = 1, m = 1, n = 1, k = 1;
+  bool trans_a = false, trans_b = false;
+  int64_t lda = 0, ldb = 0, ldc = 0;  // 0: tight
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+};
+struct GemmTensors {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+  const float* bias = nullptr;     // [N] or nullptr
+  const void* residual = nullptr;  // like C (ldr, stride_r) or nullptr
+  int64_t ldr = 0, stride_r = 0;
+  Activation act;
+};
+Status gemm_check(const GemmShape& s);
+std::vector<Candidate> gemm_candidates(const GemmShape& s, const DeviceInfo& dev);
+Status gemm(const GemmShape& s, const Candidate& c, const GemmTensors& t, void* workspace, size_t workspace_bytes,
+            gpuStream_t stream);
+
+// ---- pooling
+enum class PoolKind : uint8_t { kMax, kAvg };
+struct PoolShape {
+  DType dtype = DType::kF16;
+  PoolKind kind = PoolKind::kMax;
+  int n = 1, h = 1, w = 1, c = 1;
+  int r = 1, s = 1;
+  int stride_h = 1, stride_w = 1;
+  int pad_t = 0, pad_l = 0, pad_b = 0, pad_r = 0;
+  int dil_h = 1, dil_w = 1;
+  bool ceil_mode = false;
+  bool count_include_pad = false;  // avg: pads count toward the divisor (the part beyond them never does)
+  int p() const;                   // ONNX output size, ceil mode with PyTorch's last-window rule
+  int q() const;
+};
+Status pool(const PoolShape& s, InNhwc x, OutNhwc y, gpuStream_t stream);
+// Global max / average over H*W: y is [N,1,1,C].
+Status global_pool(DType dtype, PoolKind kind, int n, int hw, int c, InNhwc x, OutNhwc y, gpuStream_t stream);
+
+// ---- fused pointwise chain: v = in[0]; then each step: v = op(v, in[operand]) (operand_first:
+// op(in[operand], v)) or v = act(v); out = v. Operand element (n, hw, c) is at
+// data[offset + n * stride_n + hw * stride_hw + c * stride_c]: full NHWC, per-channel [C],
+// per-image-channel [N,1,1,C] (SE blocks), per-pixel or scalar broadcasts are strides of 0.
+inline constexpr int kMaxPwInputs = 4;
+inline constexpr int kMaxPwSteps = 8;
+enum class PwOp : uint8_t { kAdd, kSub, kMul, kDiv, kMax, kMin, kAct };
+struct PwOperand {
+  const void* data = nullptr;
+  DType dtype = DType::kF16;
+  int64_t offset = 0, stride_n = 0, stride_hw = 0, stride_c = 0;
+};
+PwOperand pw_full(const void* data, DType t, int hw, int c, int64_t pixel_stride = 0, int64_t c_offset = 0);
+PwOperand pw_per_channel(const void* data, DType t);               // [C]
+PwOperand pw_per_image_channel(const void* data, DType t, int c);  // [N,1,1,C]
+PwOperand pw_scalar(const void* data, DType t);                    // one element
+struct PwStep {
+  PwOp op = PwOp::kAct;
+  int operand = 0;
+  bool operand_first = false;
+  Activation act;
+};
+struct PointwiseDesc {
+  int n = 1, hw = 1, c = 1;
+  PwOperand in[kMaxPwInputs];
+  int num_inputs = 1;
+  PwStep steps[kMaxPwSteps];
+  int num_steps = 0;
+  DType out_dtype = DType::kF16;
+  OutNhwc out;
+};
+Status pointwise(const PointwiseDesc& d, gpuStream_t stream);
+// Conveniences over pointwise:
+Status cast(DType from, DType to, int64_t count, const void* x, void* y, gpuStream_t stream);
+// y = x * scale[c] + shift[c] (scale, shift fp32: the unfolded BatchNorm, precomputed).
+Status batchnorm_affine(DType dtype, int n, int hw, int c, InNhwc x, const float* scale, const float* shift, OutNhwc y,
+                        gpuStream_t stream);
+// Copies x (C channels) into channels [y.c_offset, y.c_offset + C) of a wider buffer.
+Status concat_copy(DType dtype, int n, int hw, int c, InNhwc x, OutNhwc y, gpuStream_t stream);
+
+// ---- softmax / log-softmax over the last axis of a [rows][cols] matrix (row strides ldx, ldy)
+Status softmax(DType dtype, int rows, int cols, const void* x, int64_t ldx, void* y, int64_t ldy, bool log_softmax,
+               gpuStream_t stream);
+
+// ---- resize (ONNX Resize, 2-D spatial, NHWC)
+enum class ResizeMode : uint8_t { kNearest, kLinear };
+enum class ResizeCoord : uint8_t { kAsymmetric, kHalfPixel, kAlignCorners, kPytorchHalfPixel };
+enum class ResizeNearest : uint8_t { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+struct ResizeShape {
+  DType dtype = DType::kF16;
+  int n = 1, h = 1, w = 1, c = 1;
+  int out_h = 1, out_w = 1;
+  float scale_h = 1.f, scale_w = 1.f;  // ONNX scales (out / in when sizes were given)
+  ResizeMode mode = ResizeMode::kNearest;
+  ResizeCoord coord = ResizeCoord::kHalfPixel;
+  ResizeNearest nearest = ResizeNearest::kRoundPreferFloor;
+};
+Status resize(const ResizeShape& s, InNhwc x, OutNhwc y, gpuStream_t stream);
+
+// ---- layout transforms at the model boundary, fused with the cast. nchw_to_nhwc also zero-fills
+// channels [c, c_padded) of each output pixel when c_padded > c (a stem conv then takes the
+// vectorized path with its weights padded the same way).
+Status nchw_to_nhwc(DType from, DType to, int n, int c, int h, int w, const void* x, OutNhwc y, int c_padded,
+                    gpuStream_t stream);
+Status nhwc_to_nchw(DType from, DType to, int n, int c, int h, int w, InNhwc x, void* y, gpuStream_t stream);
+
+}  // namespace infera::gpu

@@ -1,0 +1,107 @@
+// Layout transforms at the model boundary, fused with the dtype cast: NCHW <-> NHWC as 32x32
+// tiled transposes through shared memory (both the read and the write coalesced). The NHWC side
+// may be a slice of a wider buffer; nchw_to_nhwc can zero-fill channels up to a padded count.
+#include "backends/gpu/kernels.h"
+#include "backends/gpu/kernels/elem.h"
+#include "backends/gpu/kernels/launch_util.h"
+
+namespace infera::gpu {
+namespace {
+
+// grid (ceil(HW / 32), ceil(Cp / 32), N), block (32, 8).
+template <class Ti, class To>
+__global__ void nchw_to_nhwc_kernel(const Ti* x, To* y, int c, int cp, int hw, int64_t y_ps) {
+  __shared__ float tile[32][33];
+  const int hw0 = blockIdx.x * 32, c0 = blockIdx.y * 32, img = blockIdx.z;
+  const Ti* xi = x + static_cast<int64_t>(img) * c * hw;
+  for (int j = threadIdx.y; j < 32; j += 8) {
+    const int ch = c0 + j, pos = hw0 + threadIdx.x;
+    tile[j][threadIdx.x] = ch < c && pos < hw ? to_f(xi[static_cast<int64_t>(ch) * hw + pos]) : 0.f;
+  }
+  __syncthreads();
+  To* yi = y + static_cast<int64_t>(img) * hw * y_ps;
+  for (int j = threadIdx.y; j < 32; j += 8) {
+    const int pos = hw0 + j, ch = c0 + threadIdx.x;
+    if (pos < hw && ch < cp) yi[pos * y_ps + ch] = from_f<To>(tile[threadIdx.x][j]);
+  }
+}
+
+// grid (ceil(C / 32), ceil(HW / 32), N), block (32, 8).
+template <class Ti, class To>
+__global__ void nhwc_to_nchw_kernel(const Ti* x, To* y, int c, int hw, int64_t x_ps) {
+  __shared__ float tile[32][33];
+  const int c0 = blockIdx.x * 32, hw0 = blockIdx.y * 32, img = blockIdx.z;
+  const Ti* xi = x + static_cast<int64_t>(img) * hw * x_ps;
+  for (int j = threadIdx.y; j < 32; j += 8) {
+    const int pos = hw0 + j, ch = c0 + threadIdx.x;
+    tile[j][threadIdx.x] = pos < hw && ch < c ? to_f(xi[pos * x_ps + ch]) : 0.f;
+  }
+  __syncthreads();
+  To* yi = y + static_cast<int64_t>(img) * c * hw;
+  for (int j = threadIdx.y; j < 32; j += 8) {
+    const int ch = c0 + j, pos = hw0 + threadIdx.x;
+    if (ch < c && pos < hw) yi[static_cast<int64_t>(ch) * hw + pos] = from_f<To>(tile[threadIdx.x][j]);
+  }
+}
+
+template <class Ti, class To>
+void launch_to_nhwc(const void* x, void* y, int n, int c, int cp, int hw, int64_t y_ps, gpuStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(ceil_div(hw, 32)), static_cast<unsigned>(ceil_div(cp, 32)), n);
+  nchw_to_nhwc_kernel<Ti, To>
+      <<<grid, dim3(32, 8), 0, stream>>>(static_cast<const Ti*>(x), static_cast<To*>(y), c, cp, hw, y_ps);
+}
+template <class Ti, class To>
+void launch_to_nchw(const void* x, void* y, int n, int c, int hw, int64_t x_ps, gpuStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(ceil_div(c, 32)), static_cast<unsigned>(ceil_div(hw, 32)), n);
+  nhwc_to_nchw_kernel<Ti, To>
+      <<<grid, dim3(32, 8), 0, stream>>>(static_cast<const Ti*>(x), static_cast<To*>(y), c, hw, x_ps);
+}
+
+}  // namespace
+
+Status nchw_to_nhwc(DType from, DType to, int n, int c, int h, int w, const void* x, OutNhwc y, int c_padded,
+                    gpuStream_t stream) {
+  if (n < 1 || c < 1 || h < 1 || w < 1) return {"nchw_to_nhwc: sizes must be positive"};
+  if (n > 65535) return {"nchw_to_nhwc: batch above 65535"};
+  if (static_cast<int64_t>(h) * w > 0x7fffffff / 2) return {"nchw_to_nhwc: image too large"};
+  if (!x || !y.data) return {"nchw_to_nhwc: null input or output"};
+  const int cp = c_padded > c ? c_padded : c;
+  const int64_t ps = y.pixel_stride ? y.pixel_stride : cp;
+  if (ps < y.c_offset + cp) return {"nchw_to_nhwc: pixel stride smaller than offset + channels"};
+  const size_t es = dtype_size(to);
+  void* yo = static_cast<char*>(y.data) + y.c_offset * es;
+  const int hw = h * w;
+  if (from == DType::kF32 && to == DType::kF16)
+    launch_to_nhwc<float, uint16_t>(x, yo, n, c, cp, hw, ps, stream);
+  else if (from == DType::kF32)
+    launch_to_nhwc<float, float>(x, yo, n, c, cp, hw, ps, stream);
+  else if (to == DType::kF16)
+    launch_to_nhwc<uint16_t, uint16_t>(x, yo, n, c, cp, hw, ps, stream);
+  else
+    launch_to_nhwc<uint16_t, float>(x, yo, n, c, cp, hw, ps, stream);
+  GPU_LAUNCH_CHECK();
+  return {};
+}
+
+Status nhwc_to_nchw(DType from, DType to, int n, int c, int h, int w, InNhwc x, void* y, gpuStream_t stream) {
+  if (n < 1 || c < 1 || h < 1 || w < 1) return {"nhwc_to_nchw: sizes must be positive"};
+  if (n > 65535) return {"nhwc_to_nchw: batch above 65535"};
+  if (static_cast<int64_t>(h) * w > 0x7fffffff / 2) return {"nhwc_to_nchw: image too large"};
+  if (!x.data || !y) return {"nhwc_to_nchw: null input or output"};
+  const int64_t ps = x.pixel_stride ? x.pixel_stride : c;
+  if (ps < x.c_offset + c) return {"nhwc_to_nchw: pixel stride smaller than offset + C"};
+  const void* xo = static_cast<const char*>(x.data) + x.c_offset * dtype_size(from);
+  const int hw = h * w;
+  if (from == DType::kF32 && to == DType::kF16)
+    launch_to_nchw<float, uint16_t>(xo, y, n, c, hw, ps, stream);
+  else if (from == DType::kF32)
+    launch_to_nchw<float, float>(xo, y, n, c, hw, ps, stream);
+  else if (to == DType::kF16)
+    launch_to_nchw<uint16_t, uint16_t>(xo, y, n, c, hw, ps, stream);
+  else
+    launch_to_nchw<uint16_t, float>(xo, y, n, c, hw, ps, stream);
+  GPU_LAUNCH_CHECK();
+  return {};
+}
+
+}  // namespace infera::gpu

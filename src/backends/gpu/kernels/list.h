@@ -1,0 +1,60 @@
+// Every kernel variant of the GPU kernel library, one line each: the name says precision, op,
+// layout, algorithm and tile. KernelId (kernels.h) is generated from this list, conv_candidates /
+// gemm_candidates return these ids, and tests/gpu/test_kernels enumerates it, so a variant added
+// here gets its test without further registration (the test fails if a variant is never run).
+// No include guard: included with INFERA_GPU_KERNEL(name, family, dtype, what) defined.
+//
+//                name                                            family      dtype  what
+
+// fp16 implicit GEMM on the matrix units (BMxBN block tile: output pixels x output channels).
+INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_mma_256x128, kConv, kF16, "8 warps, multistage cp.async")
+INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_mma_128x128, kConv, kF16, "8 warps, multistage cp.async")
+INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_mma_128x64, kConv, kF16, "4 warps, multistage cp.async")
+INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_mma_64x128, kConv, kF16, "4 warps, multistage cp.async")
+INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_mma_64x64, kConv, kF16, "4 warps, multistage cp.async")
+INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_mma_64x64_splitk, kConv, kF16, "split-K partials + epilogue pass")
+INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_mma_64x128_splitk, kConv, kF16, "split-K partials + epilogue pass")
+// fp32 implicit GEMM on the FMA units (no TF32).
+INFERA_GPU_KERNEL(f32_conv_nhwc_implicit_gemm_simt_128x128, kConv, kF32, "8x8 per thread")
+INFERA_GPU_KERNEL(f32_conv_nhwc_implicit_gemm_simt_64x64, kConv, kF32, "4x4 per thread")
+// direct convolution: depthwise (one input channel per output channel) and small groups.
+INFERA_GPU_KERNEL(f16_conv_nhwc_depthwise_direct, kConv, kF16, "channel vectors, fp32 accumulation")
+INFERA_GPU_KERNEL(f32_conv_nhwc_depthwise_direct, kConv, kF32, "channel vectors")
+INFERA_GPU_KERNEL(f16_conv_nhwc_grouped_direct, kConv, kF16, "one output element per thread")
+INFERA_GPU_KERNEL(f32_conv_nhwc_grouped_direct, kConv, kF32, "one output element per thread")
+
+// GEMM / batched MatMul (row-major; B given as [N][K] takes the matrix-unit path).
+INFERA_GPU_KERNEL(f16_gemm_mma_128x128, kGemm, kF16, "implicit GEMM kernel, B as [N][K]")
+INFERA_GPU_KERNEL(f16_gemm_mma_64x64, kGemm, kF16, "implicit GEMM kernel, B as [N][K]")
+INFERA_GPU_KERNEL(f16_gemm_mma_64x64_splitk, kGemm, kF16, "implicit GEMM kernel, B as [N][K], split-K")
+INFERA_GPU_KERNEL(f16_gemm_simt, kGemm, kF16, "any transposes")
+INFERA_GPU_KERNEL(f32_gemm_simt, kGemm, kF32, "any transposes")
+
+// Pooling.
+INFERA_GPU_KERNEL(f16_pool_nhwc, kPool, kF16, "max / avg, pads, dilation, ceil mode")
+INFERA_GPU_KERNEL(f32_pool_nhwc, kPool, kF32, "max / avg, pads, dilation, ceil mode")
+INFERA_GPU_KERNEL(f16_global_pool_nhwc, kGlobalPool, kF16, "global max / avg")
+INFERA_GPU_KERNEL(f32_global_pool_nhwc, kGlobalPool, kF32, "global max / avg")
+
+// Fused elementwise chain (output dtype named; inputs fp16 or fp32 each).
+INFERA_GPU_KERNEL(f16_pointwise_nhwc, kPointwise, kF16, "chain of binary/unary ops, NHWC broadcast")
+INFERA_GPU_KERNEL(f32_pointwise_nhwc, kPointwise, kF32, "chain of binary/unary ops, NHWC broadcast")
+INFERA_GPU_KERNEL(cast_f16_f32, kCast, kF16, "through the pointwise kernel")
+INFERA_GPU_KERNEL(f16_batchnorm_affine_nhwc, kBatchNorm, kF16, "unfolded BatchNorm as per-channel affine")
+INFERA_GPU_KERNEL(f32_batchnorm_affine_nhwc, kBatchNorm, kF32, "unfolded BatchNorm as per-channel affine")
+INFERA_GPU_KERNEL(f16_concat_nhwc_copy, kConcat, kF16, "copy into a channel slice")
+INFERA_GPU_KERNEL(f32_concat_nhwc_copy, kConcat, kF32, "copy into a channel slice")
+
+// Softmax / LogSoftmax over the last axis.
+INFERA_GPU_KERNEL(f16_softmax_lastaxis, kSoftmax, kF16, "one block per row")
+INFERA_GPU_KERNEL(f32_softmax_lastaxis, kSoftmax, kF32, "one block per row")
+
+// Resize (nearest / bilinear, ONNX coordinate modes).
+INFERA_GPU_KERNEL(f16_resize_nhwc, kResize, kF16, "nearest / bilinear")
+INFERA_GPU_KERNEL(f32_resize_nhwc, kResize, kF32, "nearest / bilinear")
+
+// Layout transforms at the model boundary, fused with the cast (output dtype named).
+INFERA_GPU_KERNEL(f16_layout_nchw_to_nhwc, kLayout, kF16, "tiled transpose, input fp32 or fp16")
+INFERA_GPU_KERNEL(f32_layout_nchw_to_nhwc, kLayout, kF32, "tiled transpose, input fp32 or fp16")
+INFERA_GPU_KERNEL(f16_layout_nhwc_to_nchw, kLayout, kF16, "tiled transpose, input fp32 or fp16")
+INFERA_GPU_KERNEL(f32_layout_nhwc_to_nchw, kLayout, kF32, "tiled transpose, input fp32 or fp16")

@@ -1,0 +1,158 @@
+// Micro-benchmark of the fp16 convolution candidates on a list of layer shapes (ResNet-50's by
+// default): for each shape and batch, every candidate that conv_candidates offers is captured
+// 20 times into a GPU graph (so launch gaps stay out, as in a captured plan) and the graph is
+// replayed; the median replay / 20 is the time. Epilogue: bias + ReLU (what the network runs).
+//   bench_conv SHAPES_FILE BATCHES(e.g. 1,256) OUT_CSV [--dtype f16|f32]
+// CSV columns: name,count,batch,candidate,splits,ms,tflops
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+using namespace infera::gpu;
+using namespace infera::gpu::test;
+
+namespace {
+
+struct Layer {
+  std::string name;
+  int count, c, k, h, w, r, s, stride, pad;
+};
+
+std::vector<Layer> read_shapes(const char* path) {
+  std::ifstream in(path);
+  std::vector<Layer> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream is(line);
+    Layer l;
+    if (is >> l.name >> l.count >> l.c >> l.k >> l.h >> l.w >> l.r >> l.s >> l.stride >> l.pad) out.push_back(l);
+  }
+  return out;
+}
+
+constexpr int kIters = 20, kReplays = 7;
+
+// Median ms per conv of candidate c, or a negative value when it failed.
+double time_candidate(const ConvShape& s, const Candidate& c, const ConvTensors& t, void* ws, gpuStream_t st) {
+  // Warm up (also raises shared-memory limits before capture).
+  for (int i = 0; i < 2; ++i)
+    if (!conv_forward(s, c, t, ws, c.workspace_bytes, st).ok()) return -1;
+  check_gpu(gpuStreamSynchronize(st), "warmup");
+  gpuGraph_t graph;
+  gpuGraphExec_t exec;
+  check_gpu(gpuStreamBeginCapture(st), "capture");
+  for (int i = 0; i < kIters; ++i) (void)conv_forward(s, c, t, ws, c.workspace_bytes, st);
+  check_gpu(gpuStreamEndCapture(st, &graph), "end capture");
+  check_gpu(gpuGraphInstantiate(&exec, graph), "instantiate");
+  gpuEvent_t a, b;
+  check_gpu(gpuEventCreate(&a), "event");
+  check_gpu(gpuEventCreate(&b), "event");
+  check_gpu(gpuGraphLaunch(exec, st), "launch");  // warm replay
+  std::vector<double> ms;
+  for (int r = 0; r < kReplays; ++r) {
+    check_gpu(gpuEventRecord(a, st), "record");
+    check_gpu(gpuGraphLaunch(exec, st), "launch");
+    check_gpu(gpuEventRecord(b, st), "record");
+    check_gpu(gpuEventSynchronize(b), "sync");
+    float e = 0;
+    check_gpu(gpuEventElapsedTime(&e, a, b), "elapsed");
+    ms.push_back(e / kIters);
+  }
+  check_gpu(gpuEventDestroy(a), "event");
+  check_gpu(gpuEventDestroy(b), "event");
+  check_gpu(gpuGraphExecDestroy(exec), "graph");
+  check_gpu(gpuGraphDestroy(graph), "graph");
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: %s SHAPES_FILE BATCHES OUT_CSV [--dtype f16|f32]\n", argv[0]);
+    return 1;
+  }
+  DType dtype = DType::kF16;
+  if (argc >= 6 && !std::strcmp(argv[4], "--dtype")) dtype = !std::strcmp(argv[5], "f32") ? DType::kF32 : DType::kF16;
+  const std::vector<Layer> layers = read_shapes(argv[1]);
+  if (layers.empty()) {
+    std::fprintf(stderr, "no shapes in %s\n", argv[1]);
+    return 1;
+  }
+  std::vector<int> batches;
+  for (const char* p = argv[2]; *p;) {
+    batches.push_back(std::atoi(p));
+    while (*p && *p != ',') ++p;
+    if (*p == ',') ++p;
+  }
+  FILE* csv = std::fopen(argv[3], "w");
+  if (!csv) {
+    std::fprintf(stderr, "cannot write %s\n", argv[3]);
+    return 1;
+  }
+  std::fprintf(csv, "name,count,batch,candidate,splits,ms,tflops\n");
+  check_gpu(gpuSetDevice(0), "device");
+  DeviceInfo dev;
+  if (!query_device(0, &dev).ok()) return 2;
+  gpuStream_t st;
+  check_gpu(gpuStreamCreate(&st), "stream");
+  Rng rng(7);
+  const size_t chunk_elems = size_t{1} << 22;
+  DevBuf chunk = upload(dtype, rng.values(dtype, chunk_elems));
+  std::printf("%-20s %5s %-48s %9s %8s\n", "layer", "batch", "best candidate", "ms", "TFLOP/s");
+  for (int batch : batches) {
+    double total_ms = 0;
+    for (const Layer& l : layers) {
+      ConvShape s;
+      s.dtype = dtype, s.n = batch, s.h = l.h, s.w = l.w, s.c = l.c, s.k = l.k, s.r = l.r, s.s = l.s;
+      s.stride_h = s.stride_w = l.stride;
+      s.pad_t = s.pad_l = s.pad_b = s.pad_r = l.pad;
+      const int P = s.p(), Q = s.q();
+      const double flops = 2.0 * batch * P * Q * l.k * l.c * l.r * l.s;
+      const size_t nx = static_cast<size_t>(batch) * l.h * l.w * l.c, ny = static_cast<size_t>(batch) * P * Q * l.k;
+      // Random data: one random chunk, copied over the whole input (timing needs no more entropy).
+      DevBuf dx(nx * dtype_size(dtype)), dy(ny * dtype_size(dtype));
+      for (size_t off = 0; off < nx; off += chunk_elems) {
+        const size_t n = std::min(chunk_elems, nx - off);
+        check_gpu(
+            gpuMemcpyAsync(static_cast<char*>(dx.ptr) + off * dtype_size(dtype), chunk.ptr, n * dtype_size(dtype), st),
+            "copy");
+      }
+      check_gpu(gpuStreamSynchronize(st), "sync");
+      DevBuf dw = upload(dtype, rng.values(dtype, static_cast<size_t>(l.k) * l.r * l.s * l.c, -0.05f, 0.05f));
+      DevBuf db = upload(DType::kF32, rng.values(DType::kF32, l.k));
+      ConvTensors t;
+      t.x = {dx.ptr, 0, 0};
+      t.w = dw.ptr;
+      t.y = {dy.ptr, 0, 0};
+      t.ep.bias = static_cast<const float*>(db.ptr);
+      t.ep.act = {infera::ActKind::kRelu, 0, 0};
+      double best = -1;
+      std::string best_name;
+      for (const Candidate& c : conv_candidates(s, dev)) {
+        DevBuf ws(c.workspace_bytes);
+        const double ms = time_candidate(s, c, t, ws.ptr, st);
+        std::fprintf(csv, "%s,%d,%d,%s,%d,%.5f,%.2f\n", l.name.c_str(), l.count, batch, c.name, c.splits, ms,
+                     ms > 0 ? flops / ms / 1e9 : 0.0);
+        if (ms > 0 && (best < 0 || ms < best)) best = ms, best_name = c.name;
+      }
+      std::printf("%-20s %5d %-48s %9.4f %8.1f\n", l.name.c_str(), batch, best_name.c_str(), best,
+                  best > 0 ? flops / best / 1e9 : 0.0);
+      std::fflush(stdout);
+      if (best > 0) total_ms += best * l.count;
+    }
+    std::printf("batch %d: sum over ResNet-50's 53 convolutions (best candidate each) = %.3f ms\n", batch, total_ms);
+  }
+  std::fclose(csv);
+  check_gpu(gpuStreamDestroy(st), "stream");
+  return 0;
+}
