@@ -41,14 +41,18 @@ struct PlanStep {
   std::vector<int> inputs, outputs;  // plan value ids, -1 where absent
   std::vector<Format> input_formats, output_formats;
   bool dynamic = false;                // output shapes known only when running (reference kernels)
+  int arena = -1;                      // the Plan::arenas entry of its backend's device (scratch, stream)
   std::string op_name;                 // "Conv", "com.infera.FusedConv", "reorder", "copy"
   std::shared_ptr<Node> convert_node;  // conversions: a node for labels and messages
 };
 
+// The memory of one device: its activation arena and the scratch of its steps (the largest
+// need of any one step: steps of a run context run one after the other).
 struct PlanArena {
   Device device;
   const Backend* allocator = nullptr;  // the first backend of that device in the list
   size_t bytes = 0;
+  size_t scratch_bytes = 0;
   size_t alignment = 64;
 };
 

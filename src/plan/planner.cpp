@@ -208,7 +208,8 @@ StepRequest Planner::request(size_t s, bool with_formats) const {
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     const int v = n.inputs[i];
     r.inputs.push_back(v >= 0 ? &infos_[v] : nullptr);
-    r.input_formats.push_back(with_formats && v >= 0 ? input_format(s, i, v) : Format::kPlain);
+    // Constants are host tensors in the plain format: backends take them at creation.
+    r.input_formats.push_back(with_formats && v >= 0 && !infos_[v].value ? input_format(s, i, v) : Format::kPlain);
   }
   for (int v : n.outputs) {
     r.outputs.push_back(v >= 0 ? &infos_[v] : nullptr);
@@ -501,12 +502,10 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
     st.output_formats = r.output_formats;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       int v = n.inputs[i];
-      if (v >= 0 && p->values[v].home != PlanValue::Home::kConstant && p->values[v].home != PlanValue::Home::kInput) {
+      // Constants stay where they are: a backend takes them at creation (weights reordered,
+      // uploaded). Graph inputs live on the host, plain.
+      if (v >= 0 && p->values[v].home != PlanValue::Home::kConstant) {
         auto c = convert(v, be.device(), r.input_formats[i]);
-        if (!c.is_ok()) return c.status();
-        v = c.value();
-      } else if (v >= 0 && !be.device().is_cpu()) {
-        auto c = convert(v, be.device(), r.input_formats[i]);  // host inputs and constants move
         if (!c.is_ok()) return c.status();
         v = c.value();
       }
@@ -564,24 +563,31 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
   for (size_t v = 0; v < np; ++v)
     if (p->values[v].home == PlanValue::Home::kArena) naive += (std::max<size_t>(p->values[v].bytes, 1) + 63) / 64 * 64;
   // One arena per device, made by the first backend of that device.
+  auto arena_for = [&](Device d) -> Result<int> {
+    for (size_t i = 0; i < p->arenas.size(); ++i)
+      if (p->arenas[i].device == d) return static_cast<int>(i);
+    PlanArena pa;
+    pa.device = d;
+    for (const auto& b : o_.backends)
+      if (b->device() == d && !pa.allocator) pa.allocator = b.get();
+    if (!pa.allocator) return Status::error(StatusCode::kInternal, "no backend allocates on " + d.str());
+    pa.alignment = std::max<size_t>(64, pa.allocator->alignment());
+    p->arenas.push_back(pa);
+    return static_cast<int>(p->arenas.size() - 1);
+  };
   std::vector<int> arena_of(np, -1);
   for (size_t v = 0; v < np; ++v) {
     if (p->values[v].home != PlanValue::Home::kArena || root[v] != static_cast<int>(v)) continue;
-    const Device d = p->values[v].device;
-    int a = -1;
-    for (size_t i = 0; i < p->arenas.size(); ++i)
-      if (p->arenas[i].device == d) a = static_cast<int>(i);
-    if (a < 0) {
-      PlanArena pa;
-      pa.device = d;
-      for (const auto& b : o_.backends)
-        if (b->device() == d && !pa.allocator) pa.allocator = b.get();
-      if (!pa.allocator) return Status::error(StatusCode::kInternal, "no backend allocates on " + d.str());
-      pa.alignment = std::max<size_t>(64, pa.allocator->alignment());
-      a = static_cast<int>(p->arenas.size());
-      p->arenas.push_back(pa);
-    }
-    arena_of[v] = a;
+    auto a = arena_for(p->values[v].device);
+    if (!a.is_ok()) return a.status();
+    arena_of[v] = a.value();
+  }
+  for (PlanStep& st : p->steps) {
+    auto a = arena_for(st.backend->device());
+    if (!a.is_ok()) return a.status();
+    st.arena = a.value();
+    PlanArena& pa = p->arenas[st.arena];
+    pa.scratch_bytes = std::max(pa.scratch_bytes, st.kernel->scratch_bytes());
   }
   for (size_t a = 0; a < p->arenas.size(); ++a) {
     std::vector<size_t> sz(np, 0);
@@ -617,7 +623,6 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
   for (size_t v = 0; v < nv; ++v)
     if (g_.values[v].constant) r.weight_bytes += g_.values[v].constant->nbytes();
   for (const PlanStep& st : p->steps) {
-    if (st.backend->device().is_cpu()) p->scratch_bytes = std::max(p->scratch_bytes, st.kernel->scratch_bytes());
     r.weight_bytes += st.kernel->weight_bytes();
     r.steps_per_backend[st.backend->name()]++;
     if (std::string(st.backend->name()) != "ref" && st.node >= 0) r.accelerated_steps++;
@@ -640,7 +645,7 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
       std::fprintf(stderr, "infera: %s -> %s %s\n", n.label().c_str(), st.backend->name(),
                    st.kernel->impl_name().c_str());
   }
-  r.scratch_bytes = p->scratch_bytes;
+  for (const PlanArena& a : p->arenas) r.scratch_bytes += a.scratch_bytes;
   for (int v : g_.outputs) {
     std::vector<int64_t> d;
     for (const Dim& dim : infos_[v].shape.dims) d.push_back(dim.value);

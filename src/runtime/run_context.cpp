@@ -35,17 +35,20 @@ Result<std::unique_ptr<RunContext>> RunContext::make(std::shared_ptr<const Plan>
   std::unique_ptr<RunContext> rc(new RunContext(std::move(plan)));
   const Plan& p = *rc->plan_;
   for (const PlanArena& a : p.arenas) {
+    // Pushed before anything can fail, so that the destructor frees what was made.
+    rc->arenas_.push_back(nullptr);
+    rc->scratch_.push_back(nullptr);
+    rc->streams_.push_back(a.allocator->make_stream());
     auto mem = a.allocator->allocate(std::max<size_t>(a.bytes, 1));
     if (!mem.is_ok()) return mem.status();
-    rc->arenas_.push_back(mem.value());
+    rc->arenas_.back() = mem.value();
     rc->allocated_ += a.bytes;
-  }
-  if (p.scratch_bytes) {
-    rc->scratch_ = std::aligned_alloc(64, (p.scratch_bytes + 63) / 64 * 64);
-    if (!rc->scratch_)
-      return Status::error(StatusCode::kOutOfMemory,
-                           "out of memory allocating " + std::to_string(p.scratch_bytes) + " bytes of scratch");
-    rc->allocated_ += p.scratch_bytes;
+    if (a.scratch_bytes) {
+      auto scratch = a.allocator->allocate(a.scratch_bytes);
+      if (!scratch.is_ok()) return scratch.status();
+      rc->scratch_.back() = scratch.value();
+      rc->allocated_ += a.scratch_bytes;
+    }
   }
   rc->refs_.resize(p.values.size());
   rc->dynamic_.resize(p.values.size());
@@ -83,8 +86,12 @@ Result<std::unique_ptr<RunContext>> RunContext::make(std::shared_ptr<const Plan>
 
 RunContext::~RunContext() {
   const Plan& p = *plan_;
-  for (size_t a = 0; a < arenas_.size(); ++a) p.arenas[a].allocator->deallocate(arenas_[a]);
-  std::free(scratch_);
+  for (auto& s : streams_)
+    if (s) (void)s->synchronize();  // nothing may still write into the memory freed below
+  for (size_t a = 0; a < arenas_.size(); ++a) {
+    if (arenas_[a]) p.arenas[a].allocator->deallocate(arenas_[a]);
+    if (scratch_[a]) p.arenas[a].allocator->deallocate(scratch_[a]);
+  }
 }
 
 // Shapes depend on values: infer again with every input known, then allocate the outputs.
@@ -145,9 +152,10 @@ Status RunContext::run(const std::vector<const Tensor*>& inputs, const std::vect
       if (!status.is_ok()) break;
     }
     RunResources res;
-    res.scratch = scratch_;
-    res.scratch_bytes = p.scratch_bytes;
+    res.scratch = scratch_[st.arena];
+    res.scratch_bytes = p.arenas[st.arena].scratch_bytes;
     res.state = states_[s].get();
+    res.stream = streams_[st.arena] ? streams_[st.arena]->native() : nullptr;
     ComputeContext ctx(p.node_of(st), step_in_[s].data(), step_in_[s].size(), step_out_[s].data(), step_out_[s].size(),
                        p.num_threads, res);
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
@@ -168,6 +176,8 @@ Status RunContext::run(const std::vector<const Tensor*>& inputs, const std::vect
     const PlanValue& pv = p.values[p.outputs[i]];
     if (bound_[i]) refs_[p.outputs[i]].data = static_cast<char*>(arenas_[pv.arena]) + pv.offset;
   }
+  for (auto& stream : streams_)  // the host reads device results after this
+    if (stream && status.is_ok()) status = stream->synchronize();
   if (!status.is_ok()) return status;
   if (profile) {
     double total = 0;

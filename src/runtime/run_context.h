@@ -31,8 +31,9 @@ class RunContext {
   Status run_dynamic(size_t s);
 
   std::shared_ptr<const Plan> plan_;
-  std::vector<void*> arenas_;  // per plan arena
-  void* scratch_ = nullptr;
+  std::vector<void*> arenas_;                     // per plan arena
+  std::vector<void*> scratch_;                    // per plan arena
+  std::vector<std::unique_ptr<Stream>> streams_;  // per plan arena (null on the CPU)
   size_t allocated_ = 0;
   std::vector<std::unique_ptr<KernelState>> states_;    // per step
   std::vector<TensorRef> refs_;                         // per plan value
