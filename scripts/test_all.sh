@@ -111,7 +111,10 @@ unit_tests() {
   rc=$?
   echo "$out"
   if [[ "$out" =~ tests\ passed,\ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
-    echo "$(( BASH_REMATCH[2] - BASH_REMATCH[1] )) passed, ${BASH_REMATCH[1]} failed"
+    local failed=${BASH_REMATCH[1]} total=${BASH_REMATCH[2]} skipped
+    # GTEST_SKIP'd tests (e.g. GPU cases on a machine without a GPU) count as skipped, not passed.
+    skipped=$(grep -c '(Skipped)$' <<<"$out")
+    echo "$(( total - failed - skipped )) passed, $failed failed, $skipped skipped"
   elif grep -q "No tests were found" <<<"$out"; then
     echo "unit: ctest found no tests"; echo "0 passed, 1 failed"
   fi

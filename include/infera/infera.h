@@ -197,7 +197,8 @@ class Tensor {
 // ---------------------------------------------------------------- Session
 struct SessionOptions {
   Device device = Device::cpu();
-  // Only kFp32 runs until the GPU and INT8 work lands; others are kUnsupported at load.
+  // kFp32 everywhere; kFp16 on a GPU (float16 storage, float32 accumulation); kInt8 and kMixed
+  // are kUnsupported until the INT8 work lands.
   Precision precision = Precision::kFp32;
   // Backends in priority order: each step goes to the first that supports it ("dnnl", "ref";
   // see available_backends()). Empty: the device's default order. "ref" is always appended
@@ -207,6 +208,13 @@ struct SessionOptions {
   bool optimize = true;      // run the graph passes
   int max_cached_plans = 8;  // plans kept per session, one per input-shape signature (LRU)
   int max_run_contexts = 0;  // run contexts kept per plan for concurrent runs (0 = cores)
+  // GPU: TF32 matrix math for fp32 (off: fp32 means fp32); vendor libraries (cuDNN, cuBLASLt) as
+  // candidates beside infera's own kernels (off: our kernels only, as on AMD).
+  bool allow_tf32 = false;
+  bool vendor_libraries = true;
+  // GPU graphs: capture a static-shape plan once per run context and replay it (kAuto: on).
+  enum class GraphMode { kAuto, kOn, kOff };
+  GraphMode gpu_graphs = GraphMode::kAuto;
   // 1: print each plan's steps (backend, implementation) and every backend decline to stderr;
   // 2: also every kernel made. The INFERA_VERBOSE environment variable sets the default.
   int verbose = -1;  // -1: from INFERA_VERBOSE (unset = 0)

@@ -132,9 +132,18 @@ class Backend {
   virtual std::unique_ptr<Stream> make_stream() const { return nullptr; }
 };
 
-// The backends this build has, by name ("ref", "dnnl"), for a device. The list in
+// What a session asks of the backends it makes (the CPU backends take fp32 only).
+struct BackendOptions {
+  Precision precision = Precision::kFp32;
+  bool tf32 = false;        // GPU: TF32 matrix math for fp32 (off unless asked)
+  bool vendor_libs = true;  // GPU: vendor libraries (cuDNN, cuBLASLt) as candidates beside ours
+  int verbose = 0;
+};
+
+// The backends this build has, by name ("ref", "dnnl", "gpu"), for a device. The list in
 // src/backends/registry.cpp is the one place a new backend is added.
-Result<std::shared_ptr<const Backend>> find_backend(const std::string& name, Device device);
+Result<std::shared_ptr<const Backend>> find_backend(const std::string& name, Device device,
+                                                    const BackendOptions& options = {});
 std::vector<std::string> backend_names();
 // The default priority list for a device (e.g. {"dnnl", "ref"} on the CPU).
 std::vector<std::string> default_backends(Device device);

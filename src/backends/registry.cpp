@@ -4,6 +4,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/dnnl_backend.h"
+#include "backends/gpu/gpu_backend.h"
 #include "backends/ref/ref_backend.h"
 
 namespace infera {
@@ -31,7 +32,14 @@ const std::vector<std::shared_ptr<const Backend>>& backends() {
 
 }  // namespace
 
-Result<std::shared_ptr<const Backend>> find_backend(const std::string& name, Device device) {
+Result<std::shared_ptr<const Backend>> find_backend(const std::string& name, Device device,
+                                                    const BackendOptions& options) {
+  if (device.is_gpu()) {
+    if (name != "gpu")
+      return Status::error(StatusCode::kInvalidInput,
+                           "unknown backend '" + name + "' for device " + device.str() + " (available: gpu)");
+    return make_gpu_backend(device, options);  // one per session: it holds the device and precision
+  }
   for (const auto& b : backends())
     if (name == b->name() && device.kind == b->device().kind) return b;
   std::string names;
@@ -44,10 +52,12 @@ Result<std::shared_ptr<const Backend>> find_backend(const std::string& name, Dev
 std::vector<std::string> backend_names() {
   std::vector<std::string> r;
   for (const auto& b : backends()) r.push_back(b->name());
+  r.push_back("gpu");
   return r;
 }
 
 std::vector<std::string> default_backends(Device device) {
+  if (device.is_gpu()) return {"gpu"};  // then the CPU ones: fallbacks with copies between
   std::vector<std::string> r;
   for (const auto& b : backends())
     if (b->device().kind == device.kind) r.push_back(b->name());
@@ -57,6 +67,7 @@ std::vector<std::string> default_backends(Device device) {
 std::vector<BackendInfo> available_backends() {
   std::vector<BackendInfo> r;
   for (const auto& b : backends()) r.push_back(b->info());
+  for (BackendInfo& b : gpu_backend_infos()) r.push_back(std::move(b));
   return r;
 }
 

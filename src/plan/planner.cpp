@@ -331,7 +331,10 @@ void Planner::decide_aliases() {
       const int pz = producer_[z];
       if (pz < 0 || steps_[pz].dynamic || backend(pz).device() != backend(s).device()) continue;
       if (g_.is_graph_output(z) || g_.is_graph_output(y) || format_[z] != format_[y]) continue;
-      if (infos_[z].dtype != infos_[y].dtype || infos_[z].shape.concrete() != infos_[y].shape.concrete()) continue;
+      // The same bytes (a reshape may alias too: its shape differs, its buffer does not).
+      if (infos_[z].dtype != infos_[y].dtype ||
+          backend(s).value_bytes(infos_[z], format_[z]) != backend(s).value_bytes(infos_[y], format_[y]))
+        continue;
       bool last = true;
       int reads = 0;
       for (const Use& u : users_[z]) {

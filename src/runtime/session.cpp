@@ -136,19 +136,30 @@ Status SessionImpl::init(Graph g, const SessionOptions& o) {
     return e && *e ? std::atoi(e) : 0;
   }();
   max_contexts = o.max_run_contexts > 0 ? static_cast<size_t>(o.max_run_contexts) : hw;
-  if (o.precision != Precision::kFp32)
-    return Status::error(StatusCode::kUnsupported,
-                         std::string("precision ") + precision_name(o.precision) + " is not available yet (fp32 only)");
+  if (o.precision == Precision::kInt8 || o.precision == Precision::kMixed)
+    return Status::error(StatusCode::kUnsupported, std::string("precision ") + precision_name(o.precision) +
+                                                       " is not available yet (fp32; fp16 on a GPU)");
+  if (o.precision == Precision::kFp16 && !o.device.is_gpu())
+    return Status::error(StatusCode::kUnsupported, "precision fp16 runs on a GPU (device gpu); the CPU runs fp32");
+  // The device's backends first, then the CPU's: steps no GPU kernel takes run there, with the
+  // copies the planner inserts. "ref" always comes last: every op has a reference kernel.
   std::vector<std::string> names = o.backends.empty() ? default_backends(o.device) : o.backends;
-  if (names.empty())
-    return Status::error(StatusCode::kUnsupported, "device " + o.device.str() + " is not available: this build has " +
-                                                       (o.device.is_gpu() ? "no GPU backend" : "no backend for it"));
+  if (o.backends.empty() && o.device.is_gpu()) names.push_back("dnnl");
   if (std::find(names.begin(), names.end(), "ref") == names.end()) names.push_back("ref");
+  BackendOptions bo;
+  bo.precision = o.precision;
+  bo.tf32 = o.allow_tf32;
+  bo.vendor_libs = o.vendor_libraries;
+  bo.verbose = verbose;
+  bool device_backend = o.device.is_cpu();
   for (const std::string& n : names) {
-    auto b = find_backend(n, n == "ref" ? Device::cpu() : o.device);
+    auto b = find_backend(n, n == "gpu" ? o.device : Device::cpu(), bo);
     if (!b.is_ok()) return b.status();
+    device_backend = device_backend || b.value()->device() == o.device;
     backends.push_back(b.take());
   }
+  if (!device_backend)
+    return Status::error(StatusCode::kInvalidInput, "no backend of the list runs on " + o.device.str());
   summary.ir_version = g.ir_version;
   summary.opset = g.opset;
   summary.producer = g.producer;

@@ -86,6 +86,8 @@ def export_one(name, path, opset, size, plain_init=False):
         calibrate_batchnorm(model, size)
     x = torch.randn(1, 3, size, size)
     tmp = path + ".tmp"
+    # PyTorch 2.x exports through dynamo by default; the TorchScript exporter is what 1.13 has.
+    extra = {"dynamo": False} if int(torch.__version__.split(".")[0]) >= 2 else {}
     with torch.no_grad():
         torch.onnx.export(
             model, x, tmp,
@@ -94,6 +96,7 @@ def export_one(name, path, opset, size, plain_init=False):
             output_names=["output"],
             dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
             do_constant_folding=True,
+            **extra,
         )
     os.replace(tmp, path)
 

@@ -4,6 +4,7 @@
 // reuse), which separate `infera run` processes cannot show. Public API only (infera/infera.h).
 //
 // Usage: session_driver MODEL OUT_DIR RUN [RUN...] [--threads N] [--run-on WHERE[,WHERE...]]
+//                      [--device cpu|gpu[:N]] [--precision fp32|fp16]
 //   RUN   NAME=FILE[,NAME=FILE...]: the inputs of one Session::run (.npy or TensorProto .pb)
 //   WHERE per run (the last one repeats): main (the thread that loaded the model, default),
 //         thread (a std::thread, default stack), or a stack size in bytes (a pthread with that
@@ -104,6 +105,14 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
       opts.num_threads = std::atoi(argv[++i]);
+    } else if (a == "--device" && i + 1 < argc) {
+      auto d = infera::Device::parse(argv[++i]);
+      if (!d.is_ok()) return fail(d.message());
+      opts.device = d.value();
+    } else if (a == "--precision" && i + 1 < argc) {
+      auto p = infera::parse_precision(argv[++i]);
+      if (!p.is_ok()) return fail(p.message());
+      opts.precision = p.value();
     } else if (a == "--run-on" && i + 1 < argc) {
       std::string spec = argv[++i];
       for (size_t b = 0; b <= spec.size();) {

@@ -53,8 +53,8 @@ struct Buffer {
   }
 };
 
-// Runs a conversion kernel from `from` (device, format) to `to`, made by the first registered
-// backend that offers one.
+// Runs a conversion kernel from `from` (device, format) to `to`, made by the first backend that
+// offers one (the CPU backends, then the GPU's when a device is involved).
 inline Status convert(const ValueInfo& vi, const TensorRef& src, Device from_dev, Format from, TensorRef& dst,
                       Device to_dev, Format to) {
   ConvertRequest cr;
@@ -64,26 +64,39 @@ inline Status convert(const ValueInfo& vi, const TensorRef& src, Device from_dev
   cr.from = from;
   cr.to = to;
   cr.num_threads = 2;
+  std::vector<std::shared_ptr<const Backend>> cands;
   for (const std::string& name : backend_names()) {
     for (Device d : {Device::cpu(), to_dev, from_dev}) {
       auto b = find_backend(name, d);
-      if (!b.is_ok()) continue;
-      auto k = b.value()->create_convert(cr);
-      if (!k.is_ok()) return k.status();
-      if (!k.value()) continue;
-      std::unique_ptr<KernelState> st = k.value()->make_state();
-      std::vector<char> scratch(k.value()->scratch_bytes() + 64);
-      RunResources res;
-      res.scratch = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
-      res.scratch_bytes = k.value()->scratch_bytes();
-      res.state = st.get();
-      Node n;
-      n.name = "convert";
-      const TensorRef* in[] = {&src};
-      TensorRef* out[] = {&dst};
-      ComputeContext ctx(n, in, 1, out, 1, 2, res);
-      return k.value()->run(ctx);
+      if (b.is_ok()) cands.push_back(b.take());
     }
+  }
+  for (const auto& b : cands) {
+    auto k = b->create_convert(cr);
+    if (!k.is_ok()) return k.status();
+    if (!k.value()) continue;
+    std::unique_ptr<KernelState> st = k.value()->make_state();
+    std::unique_ptr<Stream> stream = b->make_stream();
+    void* scratch = nullptr;
+    if (k.value()->scratch_bytes()) {
+      auto s = b->allocate(k.value()->scratch_bytes());
+      if (!s.is_ok()) return s.status();
+      scratch = s.value();
+    }
+    RunResources res;
+    res.scratch = scratch;
+    res.scratch_bytes = k.value()->scratch_bytes();
+    res.state = st.get();
+    res.stream = stream ? stream->native() : nullptr;
+    Node n;
+    n.name = "convert";
+    const TensorRef* in[] = {&src};
+    TensorRef* out[] = {&dst};
+    ComputeContext ctx(n, in, 1, out, 1, 2, res);
+    Status s = k.value()->run(ctx);
+    if (s.is_ok() && stream) s = stream->synchronize();
+    if (scratch) b->deallocate(scratch);
+    return s;
   }
   if (from_dev == to_dev && from == to) {
     if (src.nbytes() && to_dev.is_cpu()) std::memcpy(dst.data, src.data, src.nbytes());
@@ -255,15 +268,25 @@ inline BackendRun run_case_on(const Backend& b, const OpCase& c, const std::vect
     }
     if (m.alias_in >= 0 && fail.empty()) op_refs[0] = &ins[m.alias_in]->ref;
     std::unique_ptr<KernelState> st = kern.value()->make_state();
-    std::vector<char> scratch(kern.value()->scratch_bytes() + 64);
+    std::unique_ptr<Stream> stream = b.make_stream();
+    Buffer scratch;
+    if (fail.empty() && kern.value()->scratch_bytes()) {
+      auto sp = b.allocate(kern.value()->scratch_bytes());
+      if (sp.is_ok())
+        scratch.owner = &b, scratch.ptr = sp.value();
+      else
+        fail = "scratch: " + sp.message();
+    }
     RunResources res;
-    res.scratch = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
+    res.scratch = scratch.ptr;
     res.scratch_bytes = kern.value()->scratch_bytes();
     res.state = st.get();
+    res.stream = stream ? stream->native() : nullptr;
     ComputeContext ctx(n, ip.data(), ip.size(), op_refs.data(), op_refs.size(), 2, res);
     // Twice, as a kernel runs many times (once in place: the input is consumed).
     for (int rep = 0; rep < (m.alias_in >= 0 ? 1 : 2) && fail.empty(); ++rep) {
       s = kern.value()->run(ctx);
+      if (s.is_ok() && stream) s = stream->synchronize();
       if (!s.is_ok()) fail = "run: " + s.message();
     }
     for (size_t i = 0; i < out_ptrs.size() && fail.empty(); ++i) {
@@ -293,8 +316,37 @@ inline BackendRun run_case_on(const Backend& b, const OpCase& c, const std::vect
   return r;
 }
 
-// Runs c on every registered CPU backend; fails the test on any error. Every backend in `must`
-// has to claim the case. Returns the runs by backend name.
+// The backends every case runs on: the CPU's, and the GPU's in fp32 and fp16 when this build has
+// a GPU backend and the machine a GPU (gpu_backend_status() says why not otherwise).
+struct Target {
+  std::string name;  // "dnnl", "gpu", "gpu-fp16"
+  std::shared_ptr<const Backend> backend;
+  double min_tol = 0;  // fp16 storage: normalized error up to 1e-2
+};
+inline const Status& gpu_backend_status() {
+  static const Status s = find_backend("gpu", Device::gpu(0)).status();
+  return s;
+}
+inline const std::vector<Target>& targets() {
+  static const std::vector<Target> t = [] {
+    std::vector<Target> r;
+    for (const std::string& name : backend_names()) {
+      auto b = find_backend(name, Device::cpu());
+      if (b.is_ok()) r.push_back({name, b.take(), 0});
+    }
+    if (gpu_backend_status().is_ok()) {
+      BackendOptions f16;
+      f16.precision = Precision::kFp16;
+      r.push_back({"gpu", find_backend("gpu", Device::gpu(0)).take(), 1e-5});
+      r.push_back({"gpu-fp16", find_backend("gpu", Device::gpu(0), f16).take(), 1e-2});
+    }
+    return r;
+  }();
+  return t;
+}
+
+// Runs c on every target; fails the test on any error. Every backend in `must` has to claim
+// the case. Returns the runs by target name.
 inline std::map<std::string, BackendRun> check_case(const OpCase& c, const std::string& what,
                                                     const std::vector<std::string>& must = {"dnnl"},
                                                     double tol = 1e-4) {
@@ -302,14 +354,14 @@ inline std::map<std::string, BackendRun> check_case(const OpCase& c, const std::
   auto ref = run_op(c.op, c.attrs, c.inputs, c.num_outputs, c.opset, c.const_inputs, c.domain);
   EXPECT_TRUE(ref.is_ok()) << what << ": reference: " << ref.message();
   if (!ref.is_ok()) return runs;
-  for (const std::string& name : backend_names()) {
-    auto b = find_backend(name, Device::cpu());
-    if (!b.is_ok()) continue;  // another device's backend: its own suite runs it
-    BackendRun r = run_case_on(*b.value(), c, ref.value(), tol);
-    for (const std::string& f : r.failures) ADD_FAILURE() << what << " on " << name << ": " << f;
-    if (std::find(must.begin(), must.end(), name) != must.end())
-      EXPECT_TRUE(r.claimed) << what << ": " << name << " did not take it: " << r.reason;
-    runs[name] = std::move(r);
+  for (const Target& t : targets()) {
+    // TF32 off, the GPU's fp32 kernels hold 1e-5; fp16 storage 1e-2.
+    const double t_tol = t.name == "gpu" ? 1e-5 : std::max(tol, t.min_tol);
+    BackendRun r = run_case_on(*t.backend, c, ref.value(), t_tol);
+    for (const std::string& f : r.failures) ADD_FAILURE() << what << " on " << t.name << ": " << f;
+    if (std::find(must.begin(), must.end(), t.name) != must.end())
+      EXPECT_TRUE(r.claimed) << what << ": " << t.name << " did not take it: " << r.reason;
+    runs[t.name] = std::move(r);
   }
   return runs;
 }

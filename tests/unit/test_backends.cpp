@@ -436,6 +436,14 @@ TEST(DnnlMisc, Concat) {
   }
 }
 
+// Whether the GPU cases ran: skipped, visibly, on machines or builds without a GPU.
+TEST(GpuBackend, Available) {
+  if (!gpu_backend_status().is_ok()) GTEST_SKIP() << "GPU cases skipped: " << gpu_backend_status().message();
+  bool gpu = false;
+  for (const Target& t : targets()) gpu = gpu || t.name == "gpu";
+  EXPECT_TRUE(gpu);
+}
+
 // ---------------------------------------------------------------- formats and planning
 // The blocked format through the backends' conversion kernels: element (n, c, h, w) lives at
 // ((n * Cp/b + c/b) * H * W + h * W + w) * b + c % b, padding zero, and back bit for bit.

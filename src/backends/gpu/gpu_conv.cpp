@@ -1,0 +1,372 @@
+// The GPU's matrix ops: Conv / FusedConv (implicit GEMM, depthwise and grouped direct kernels,
+// bias + residual + activation fused) and Gemm / FusedGemm / MatMul. Each layer times its
+// candidate kernels once when the plan is made and keeps the fastest; the winner and its time
+// are in the step's implementation name (`infera info --device gpu --plan`).
+#include <algorithm>
+#include <cfloat>
+#include <cstdio>
+
+#include "backends/gpu/gpu_internal.h"
+#include "ops/conv.h"
+#include "ops/matmul.h"
+
+namespace infera::gpu_backend {
+namespace {
+
+// Device buffers for timing candidates, freed after.
+struct Scratch {
+  std::vector<DeviceBuffer> bufs;
+  Result<void*> get(int device, size_t bytes) {
+    auto b = DeviceBuffer::make(device, bytes);
+    if (!b.is_ok()) return b.status();
+    bufs.push_back(b.take());
+    gpuError_t e = gpuMemsetAsync(bufs.back().get(), 0, std::max<size_t>(bytes, 1), nullptr);
+    if (e == gpuSuccess) e = gpuDeviceSynchronize();
+    if (e != gpuSuccess) return device_error("gpu: memset", gpu::Status{gpuGetErrorString(e)});
+    return bufs.back().get();
+  }
+};
+
+// Times launch() on a private stream: one warm-up, then the best of `reps`. +inf when it fails.
+template <class F>
+double time_ms(int device, F&& launch, int reps = 3) {
+  gpuStream_t s = nullptr;
+  gpuEvent_t a = nullptr, b = nullptr;
+  double best = DBL_MAX;
+  if (gpuSetDevice(device) != gpuSuccess || gpuStreamCreate(&s) != gpuSuccess) return best;
+  if (gpuEventCreate(&a) == gpuSuccess && gpuEventCreate(&b) == gpuSuccess && launch(s).ok() &&
+      gpuStreamSynchronize(s) == gpuSuccess) {
+    for (int i = 0; i < reps; ++i) {
+      float ms = 0;
+      if (gpuEventRecord(a, s) != gpuSuccess || !launch(s).ok() || gpuEventRecord(b, s) != gpuSuccess ||
+          gpuEventSynchronize(b) != gpuSuccess || gpuEventElapsedTime(&ms, a, b) != gpuSuccess) {
+        best = DBL_MAX;
+        break;
+      }
+      best = std::min(best, static_cast<double>(ms));
+    }
+  }
+  (void)gpuGetLastError();  // a failed candidate leaves its error; the next one starts clean
+  if (a) (void)gpuEventDestroy(a);
+  if (b) (void)gpuEventDestroy(b);
+  (void)gpuStreamDestroy(s);
+  return best;
+}
+
+std::string ms_str(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f ms", ms);
+  return buf;
+}
+
+// ---------------------------------------------------------------- Conv / FusedConv
+struct ConvPlan {
+  gpu::ConvShape shape;
+  Activation act;
+  bool bias = false, residual = false;
+};
+
+bool plan_conv(const GpuConfig& c, const StepRequest& req, ConvPlan& p) {
+  const auto* op = dynamic_cast<const ConvOp*>(req.op);
+  if (!op || !req.has_in(0) || !req.has_in(1) || !req.inputs[1]->value || req.inputs[0]->value) return false;
+  const Dims x = req.in_dims(0), w = req.in_dims(1), y = req.out_dims(0);
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4) return false;
+  std::vector<int64_t> pads, yd;
+  if (!conv_resolve(op->attrs(), x, w, pads, yd).is_ok() || yd != y) return false;
+  for (int64_t v : pads)
+    if (v < 0) return false;
+  for (int64_t v : x)
+    if (v <= 0 || v > (1 << 30)) return false;
+  const ConvAttrs& a = op->attrs();
+  gpu::ConvShape& s = p.shape;
+  s.dtype = c.dtype();
+  s.n = static_cast<int>(x[0]), s.c = static_cast<int>(x[1]), s.h = static_cast<int>(x[2]),
+  s.w = static_cast<int>(x[3]);
+  s.k = static_cast<int>(w[0]), s.r = static_cast<int>(w[2]), s.s = static_cast<int>(w[3]);
+  s.stride_h = a.strides.empty() ? 1 : static_cast<int>(a.strides[0]);
+  s.stride_w = a.strides.empty() ? 1 : static_cast<int>(a.strides[1]);
+  s.dil_h = a.dilations.empty() ? 1 : static_cast<int>(a.dilations[0]);
+  s.dil_w = a.dilations.empty() ? 1 : static_cast<int>(a.dilations[1]);
+  s.pad_t = static_cast<int>(pads[0]), s.pad_l = static_cast<int>(pads[1]);
+  s.pad_b = static_cast<int>(pads[2]), s.pad_r = static_cast<int>(pads[3]);
+  s.groups = static_cast<int>(a.group);
+  if (!gpu::conv_check(s).ok() || s.p() != y[2] || s.q() != y[3]) return false;
+  p.bias = req.has_in(2);
+  if (p.bias && (!req.inputs[2]->value || req.in_dims(2) != Dims{y[1]})) return false;
+  p.residual = op->fused() && req.has_in(3);
+  if (p.residual && (req.inputs[3]->value || req.in_dims(3) != y)) return false;
+  p.act = op->fused() ? op->activation() : Activation{};
+  return true;
+}
+
+Support conv_query(const GpuConfig& c, const StepRequest& req) {
+  ConvPlan p;
+  if (!plan_conv(c, req, p)) return Support::no("a conv the GPU kernels do not take (rank, non-constant W, pads)");
+  if (gpu::conv_candidates(p.shape, c.dev.info).empty()) return Support::no("no GPU conv kernel for this shape");
+  const FormatSet act = format_bit(c.act_format(4));
+  return support_all(req, {act, kPlainOnly, kPlainOnly, act}, {act});
+}
+
+class ConvKernel : public GpuKernel {
+ public:
+  ConvKernel(const GpuConfig& c, ConvPlan p) : GpuKernel(c, ""), p_(std::move(p)) {}
+
+  Status init(const StepRequest& req) {
+    // Weights OIHW (float32, host) -> OHWI in the conv's dtype, on the device.
+    const Tensor& wt = *req.inputs[1]->value;
+    const gpu::ConvShape& s = p_.shape;
+    const int cg = s.c / s.groups;
+    std::vector<float> ohwi(static_cast<size_t>(s.k) * s.r * s.s * cg);
+    const float* src = wt.data_as<float>();
+    for (int k = 0; k < s.k; ++k)
+      for (int ci = 0; ci < cg; ++ci)
+        for (int r = 0; r < s.r; ++r)
+          for (int q = 0; q < s.s; ++q)
+            ohwi[((static_cast<size_t>(k) * s.r + r) * s.s + q) * cg + ci] =
+                src[((static_cast<size_t>(k) * cg + ci) * s.r + r) * s.s + q];
+    auto w = upload_floats(cfg_, ohwi.data(), ohwi.size(), cfg_.f16());
+    if (!w.is_ok()) return w.status();
+    w_ = w.take();
+    weight_bytes_ = w_.bytes();
+    if (p_.bias) {
+      auto b = DeviceBuffer::upload(cfg_.dev.index, req.inputs[2]->value->data(), static_cast<size_t>(s.k) * 4);
+      if (!b.is_ok()) return b.status();
+      bias_ = b.take();
+      weight_bytes_ += bias_.bytes();
+    }
+    return choose();
+  }
+
+  size_t scratch_bytes() const override { return best_.workspace_bytes; }
+
+  Status run(ComputeContext& ctx) const override {
+    gpu::ConvTensors t;
+    t.x = {ctx.in(0).data, 0, 0};
+    t.w = w_.get();
+    t.y = {ctx.out(0).data, 0, 0};
+    t.ep.bias = static_cast<const float*>(bias_.get());
+    if (p_.residual) t.ep.residual = {ctx.in(3).data, 0, 0};
+    t.ep.act = p_.act;
+    INFERA_GPU_OK(ctx.node.label(),
+                  gpu::conv_forward(p_.shape, best_, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
+    return Status::ok();
+  }
+
+ private:
+  // Times every candidate on zero data of this layer's shape and keeps the fastest.
+  Status choose() {
+    const gpu::ConvShape& s = p_.shape;
+    std::vector<gpu::Candidate> cands = gpu::conv_candidates(s, cfg_.dev.info);
+    if (cands.empty()) return Status::error(StatusCode::kInternal, "gpu: no conv candidate");
+    const size_t es = gpu::dtype_size(s.dtype);
+    size_t ws = 0;
+    for (const auto& cd : cands) ws = std::max(ws, cd.workspace_bytes);
+    Scratch sc;
+    auto x = sc.get(cfg_.dev.index, static_cast<size_t>(s.n) * s.h * s.w * s.c * es);
+    auto y = sc.get(cfg_.dev.index, static_cast<size_t>(s.n) * s.p() * s.q() * s.k * es);
+    auto z = sc.get(cfg_.dev.index, p_.residual ? static_cast<size_t>(s.n) * s.p() * s.q() * s.k * es : 1);
+    auto w = sc.get(cfg_.dev.index, std::max<size_t>(ws, 1));
+    if (!x.is_ok() || !y.is_ok() || !z.is_ok() || !w.is_ok())
+      return Status::error(StatusCode::kOutOfMemory, "gpu: no device memory to time the conv kernels");
+    gpu::ConvTensors t;
+    t.x = {x.value(), 0, 0};
+    t.w = w_.get();
+    t.y = {y.value(), 0, 0};
+    t.ep.bias = static_cast<const float*>(bias_.get());
+    if (p_.residual) t.ep.residual = {z.value(), 0, 0};
+    t.ep.act = p_.act;
+    double best = DBL_MAX;
+    std::string tried;
+    for (const gpu::Candidate& cd : cands) {
+      const double ms = cands.size() == 1 ? 0.0 : time_ms(cfg_.dev.index, [&](gpuStream_t st) {
+        return gpu::conv_forward(s, cd, t, w.value(), ws, st);
+      });
+      if (ms < best) best = ms, best_ = cd;
+      if (cands.size() > 1) tried += std::string(tried.empty() ? "" : ", ") + cd.name + " " + ms_str(ms);
+    }
+    if (best == DBL_MAX) return Status::error(StatusCode::kDeviceError, "gpu: every conv candidate failed to run");
+    impl_ = std::string(best_.name) + (cands.size() > 1 ? " (" + ms_str(best) + " of: " + tried + ")" : "");
+    return Status::ok();
+  }
+
+  ConvPlan p_;
+  DeviceBuffer w_, bias_;
+  gpu::Candidate best_;
+};
+
+Result<std::unique_ptr<StepKernel>> conv_create(const GpuConfig& c, const StepRequest& req) {
+  ConvPlan p;
+  if (!plan_conv(c, req, p)) return std::unique_ptr<StepKernel>();
+  auto k = std::make_unique<ConvKernel>(c, p);
+  Status s = k->init(req);
+  if (!s.is_ok()) return s;
+  return std::unique_ptr<StepKernel>(std::move(k));
+}
+
+// ---------------------------------------------------------------- Gemm / FusedGemm / MatMul
+struct GemmPlan {
+  gpu::GemmShape shape;
+  Activation act;
+  bool b_const = false;
+  std::vector<float> bias;  // [N] (beta * C folded), empty: none
+  float alpha = 1.f;
+};
+
+bool plan_gemm(const GpuConfig& c, const StepRequest& req, GemmPlan& p) {
+  gpu::GemmShape& s = p.shape;
+  s.dtype = c.dtype();
+  if (const auto* op = dynamic_cast<const GemmOp*>(req.op)) {
+    if (!req.has_in(0) || !req.has_in(1) || req.inputs[0]->value || !req.inputs[1]->value) return false;
+    const Dims a = req.in_dims(0), b = req.in_dims(1);
+    if (a.size() != 2 || b.size() != 2) return false;
+    const GemmAttrs& g = op->attrs();
+    s.trans_a = g.trans_a, s.trans_b = g.trans_b;
+    s.m = static_cast<int>(g.trans_a ? a[1] : a[0]);
+    s.k = static_cast<int>(g.trans_a ? a[0] : a[1]);
+    s.n = static_cast<int>(g.trans_b ? b[0] : b[1]);
+    if ((g.trans_b ? b[1] : b[0]) != s.k || req.out_dims(0) != Dims{s.m, s.n}) return false;
+    p.alpha = g.alpha;
+    p.b_const = true;
+    if (req.has_in(2) && g.beta != 0.f) {
+      const ValueInfo* cv = req.inputs[2];
+      if (!cv->value || cv->value->numel() != s.n || (cv->shape.rank() == 2 && cv->shape.dims[0].value != 1))
+        return false;  // a per-column bias only
+      const float* cp = cv->value->data_as<float>();
+      for (int i = 0; i < s.n; ++i) p.bias.push_back(g.beta * cp[i]);
+    }
+    p.act = op->activation();
+  } else if (req.node->op_type == "MatMul" && (req.node->domain.empty() || req.node->domain == "ai.onnx")) {
+    if (!req.has_in(0) || !req.has_in(1) || req.inputs[0]->value) return false;
+    const Dims a = req.in_dims(0), b = req.in_dims(1);
+    if (a.size() < 2 || b.size() < 2) return false;
+    p.b_const = req.inputs[1]->value != nullptr;
+    if (b.size() == 2) {  // one B for every row of A: one GEMM of M = the product of A's leading dims
+      int64_t m = 1;
+      for (size_t i = 0; i + 1 < a.size(); ++i) m *= a[i];
+      if (a.back() != b[0] || m > (1 << 30)) return false;
+      s.m = static_cast<int>(m), s.k = static_cast<int>(b[0]), s.n = static_cast<int>(b[1]);
+    } else {
+      if (p.b_const || a.size() != b.size()) return false;
+      int64_t batch = 1;
+      for (size_t i = 0; i + 2 < a.size(); ++i) {
+        if (a[i] != b[i]) return false;  // no broadcast of batch dims here
+        batch *= a[i];
+      }
+      const size_t r = a.size();
+      if (a[r - 1] != b[r - 2]) return false;
+      s.batch = static_cast<int>(batch);
+      s.m = static_cast<int>(a[r - 2]), s.k = static_cast<int>(a[r - 1]), s.n = static_cast<int>(b[r - 1]);
+      s.stride_a = static_cast<int64_t>(s.m) * s.k, s.stride_b = static_cast<int64_t>(s.k) * s.n;
+      s.stride_c = static_cast<int64_t>(s.m) * s.n;
+    }
+  } else {
+    return false;
+  }
+  return gpu::gemm_check(s).ok() && !gpu::gemm_candidates(s, c.dev.info).empty();
+}
+
+Support gemm_query(const GpuConfig& c, const StepRequest& req) {
+  GemmPlan p;
+  if (!plan_gemm(c, req, p))
+    return Support::no(
+        "a Gemm/MatMul the GPU kernels do not take (non-constant B of Gemm, C broadcast, batch broadcast)");
+  const FormatSet plain = format_bit(c.plain_format());
+  return support_all(req, {plain, plain}, {plain});
+}
+
+class GemmKernel : public GpuKernel {
+ public:
+  GemmKernel(const GpuConfig& c, GemmPlan p) : GpuKernel(c, ""), p_(std::move(p)) {}
+
+  Status init(const StepRequest& req) {
+    if (p_.b_const) {
+      const Tensor& bt = *req.inputs[1]->value;
+      std::vector<float> b(bt.data_as<float>(), bt.data_as<float>() + bt.numel());
+      if (p_.alpha != 1.f)
+        for (float& v : b) v *= p_.alpha;
+      auto w = upload_floats(cfg_, b.data(), b.size(), cfg_.f16());
+      if (!w.is_ok()) return w.status();
+      b_ = w.take();
+      weight_bytes_ += b_.bytes();
+    }
+    if (!p_.bias.empty()) {
+      auto bb = DeviceBuffer::upload(cfg_.dev.index, p_.bias.data(), p_.bias.size() * 4);
+      if (!bb.is_ok()) return bb.status();
+      bias_ = bb.take();
+      weight_bytes_ += bias_.bytes();
+    }
+    return choose();
+  }
+
+  size_t scratch_bytes() const override { return best_.workspace_bytes; }
+
+  Status run(ComputeContext& ctx) const override {
+    gpu::GemmTensors t;
+    t.a = ctx.in(0).data;
+    t.b = p_.b_const ? b_.get() : ctx.in(1).data;
+    t.c = ctx.out(0).data;
+    t.bias = static_cast<const float*>(bias_.get());
+    t.act = p_.act;
+    INFERA_GPU_OK(ctx.node.label(), gpu::gemm(p_.shape, best_, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
+    return Status::ok();
+  }
+
+ private:
+  Status choose() {
+    const gpu::GemmShape& s = p_.shape;
+    std::vector<gpu::Candidate> cands = gpu::gemm_candidates(s, cfg_.dev.info);
+    if (cands.empty()) return Status::error(StatusCode::kInternal, "gpu: no gemm candidate");
+    const size_t es = gpu::dtype_size(s.dtype);
+    size_t ws = 0;
+    for (const auto& cd : cands) ws = std::max(ws, cd.workspace_bytes);
+    Scratch sc;
+    auto a = sc.get(cfg_.dev.index, static_cast<size_t>(s.batch) * s.m * s.k * es);
+    auto b = sc.get(cfg_.dev.index, p_.b_const ? 1 : static_cast<size_t>(s.batch) * s.k * s.n * es);
+    auto y = sc.get(cfg_.dev.index, static_cast<size_t>(s.batch) * s.m * s.n * es);
+    auto w = sc.get(cfg_.dev.index, std::max<size_t>(ws, 1));
+    if (!a.is_ok() || !b.is_ok() || !y.is_ok() || !w.is_ok())
+      return Status::error(StatusCode::kOutOfMemory, "gpu: no device memory to time the gemm kernels");
+    gpu::GemmTensors t;
+    t.a = a.value();
+    t.b = p_.b_const ? b_.get() : b.value();
+    t.c = y.value();
+    t.bias = static_cast<const float*>(bias_.get());
+    t.act = p_.act;
+    double best = DBL_MAX;
+    std::string tried;
+    for (const gpu::Candidate& cd : cands) {
+      const double ms = cands.size() == 1 ? 0.0 : time_ms(cfg_.dev.index, [&](gpuStream_t st) {
+        return gpu::gemm(s, cd, t, w.value(), ws, st);
+      });
+      if (ms < best) best = ms, best_ = cd;
+      if (cands.size() > 1) tried += std::string(tried.empty() ? "" : ", ") + cd.name + " " + ms_str(ms);
+    }
+    if (best == DBL_MAX) return Status::error(StatusCode::kDeviceError, "gpu: every gemm candidate failed to run");
+    impl_ = std::string(best_.name) + (cands.size() > 1 ? " (" + ms_str(best) + " of: " + tried + ")" : "");
+    return Status::ok();
+  }
+
+  GemmPlan p_;
+  DeviceBuffer b_, bias_;
+  gpu::Candidate best_;
+};
+
+Result<std::unique_ptr<StepKernel>> gemm_create(const GpuConfig& c, const StepRequest& req) {
+  GemmPlan p;
+  if (!plan_gemm(c, req, p)) return std::unique_ptr<StepKernel>();
+  auto k = std::make_unique<GemmKernel>(c, p);
+  Status s = k->init(req);
+  if (!s.is_ok()) return s;
+  return std::unique_ptr<StepKernel>(std::move(k));
+}
+
+}  // namespace
+
+const Family* conv_family(const StepRequest& req) {
+  static const Family conv{conv_query, conv_create}, gemm{gemm_query, gemm_create};
+  if (dynamic_cast<const ConvOp*>(req.op)) return &conv;
+  if (dynamic_cast<const GemmOp*>(req.op) || req.node->op_type == "MatMul") return &gemm;
+  return nullptr;
+}
+
+}  // namespace infera::gpu_backend

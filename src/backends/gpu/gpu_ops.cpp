@@ -1,0 +1,479 @@
+// The GPU's other ops: pooling, BatchNormalization, activations and binary ops (one fused
+// pointwise kernel each, broadcasts as strides), Concat along channels, Softmax, and the ops that
+// only reinterpret bytes (Reshape, Flatten, Squeeze, Unsqueeze).
+#include <cmath>
+#include <cstring>
+
+#include "backends/gpu/gpu_internal.h"
+#include "ops/elementwise.h"
+#include "ops/norm.h"
+#include "ops/pool.h"
+#include "ops/softmax.h"
+#include "ops/tensor_ops.h"
+
+namespace infera::gpu_backend {
+namespace {
+
+bool onnx_op(const StepRequest& req, const char* name) {
+  return req.node->op_type == name && (req.node->domain.empty() || req.node->domain == "ai.onnx");
+}
+
+int64_t numel(const Dims& d) {
+  int64_t n = 1;
+  for (int64_t v : d) n *= v;
+  return n;
+}
+
+// ---------------------------------------------------------------- pooling
+struct PoolPlan {
+  gpu::PoolShape shape;
+  bool global = false;
+};
+
+bool plan_pool(const GpuConfig& c, const StepRequest& req, PoolPlan& p) {
+  const auto* pool = dynamic_cast<const PoolOp*>(req.op);
+  const auto* gpool = dynamic_cast<const GlobalPoolOp*>(req.op);
+  if ((!pool && !gpool) || !req.has_in(0) || req.inputs[0]->value || req.has_out(1)) return false;
+  const Dims x = req.in_dims(0), y = req.out_dims(0);
+  if (x.size() != 4 || y.size() != 4) return false;
+  gpu::PoolShape& s = p.shape;
+  s.dtype = c.dtype();
+  s.n = static_cast<int>(x[0]), s.c = static_cast<int>(x[1]), s.h = static_cast<int>(x[2]),
+  s.w = static_cast<int>(x[3]);
+  if (gpool) {
+    p.global = true;
+    s.kind = gpool->is_max() ? gpu::PoolKind::kMax : gpu::PoolKind::kAvg;
+    return true;
+  }
+  const PoolAttrs& a = pool->attrs();
+  std::vector<int64_t> pads, yd;
+  if (!pool_resolve(a, x, pads, yd).is_ok() || yd != y) return false;
+  s.kind = pool->is_max() ? gpu::PoolKind::kMax : gpu::PoolKind::kAvg;
+  s.r = static_cast<int>(a.kernel_shape[0]), s.s = static_cast<int>(a.kernel_shape[1]);
+  s.stride_h = a.strides.empty() ? 1 : static_cast<int>(a.strides[0]);
+  s.stride_w = a.strides.empty() ? 1 : static_cast<int>(a.strides[1]);
+  s.dil_h = a.dilations.empty() ? 1 : static_cast<int>(a.dilations[0]);
+  s.dil_w = a.dilations.empty() ? 1 : static_cast<int>(a.dilations[1]);
+  s.pad_t = static_cast<int>(pads[0]), s.pad_l = static_cast<int>(pads[1]);
+  s.pad_b = static_cast<int>(pads[2]), s.pad_r = static_cast<int>(pads[3]);
+  s.ceil_mode = a.ceil_mode;
+  s.count_include_pad = a.count_include_pad;
+  return s.p() == y[2] && s.q() == y[3];
+}
+
+class PoolKernel : public GpuKernel {
+ public:
+  PoolKernel(const GpuConfig& c, PoolPlan p)
+      : GpuKernel(c, std::string(p.global ? "global " : "") + (p.shape.kind == gpu::PoolKind::kMax ? "max" : "avg") +
+                         "_pool_nhwc"),
+        p_(p) {}
+  Status run(ComputeContext& ctx) const override {
+    const gpu::PoolShape& s = p_.shape;
+    gpu::InNhwc x{ctx.in(0).data, 0, 0};
+    gpu::OutNhwc y{ctx.out(0).data, 0, 0};
+    if (p_.global)
+      INFERA_GPU_OK(ctx.node.label(), gpu::global_pool(s.dtype, s.kind, s.n, s.h * s.w, s.c, x, y, stream(ctx)));
+    else
+      INFERA_GPU_OK(ctx.node.label(), gpu::pool(s, x, y, stream(ctx)));
+    return Status::ok();
+  }
+
+ private:
+  PoolPlan p_;
+};
+
+Support pool_query(const GpuConfig& c, const StepRequest& req) {
+  PoolPlan p;
+  if (!plan_pool(c, req, p)) return Support::no("a pool the GPU kernels do not take (rank, Indices output)");
+  const FormatSet act = format_bit(c.act_format(4));
+  // A global pool's [N,C,1,1] output has the same bytes in NHWC and plain.
+  return support_all(req, {act}, {p.global ? act | format_bit(c.plain_format()) : act});
+}
+
+Result<std::unique_ptr<StepKernel>> pool_create(const GpuConfig& c, const StepRequest& req) {
+  PoolPlan p;
+  if (!plan_pool(c, req, p)) return std::unique_ptr<StepKernel>();
+  return std::unique_ptr<StepKernel>(std::make_unique<PoolKernel>(c, p));
+}
+
+// ---------------------------------------------------------------- BatchNormalization
+class BatchNormKernel : public GpuKernel {
+ public:
+  BatchNormKernel(const GpuConfig& c, int n, int hw, int ch)
+      : GpuKernel(c, "batchnorm_affine_nhwc"), n_(n), hw_(hw), c_(ch) {}
+  Status init(const StepRequest& req, float eps) {
+    std::vector<float> scale(c_), shift(c_);
+    const float* g = req.inputs[1]->value->data_as<float>();
+    const float* b = req.inputs[2]->value->data_as<float>();
+    const float* m = req.inputs[3]->value->data_as<float>();
+    const float* v = req.inputs[4]->value->data_as<float>();
+    for (int i = 0; i < c_; ++i) {
+      scale[i] = static_cast<float>(g[i] / std::sqrt(static_cast<double>(v[i]) + eps));
+      shift[i] = static_cast<float>(b[i] - m[i] * static_cast<double>(scale[i]));
+    }
+    auto s = DeviceBuffer::upload(cfg_.dev.index, scale.data(), scale.size() * 4);
+    auto t = DeviceBuffer::upload(cfg_.dev.index, shift.data(), shift.size() * 4);
+    if (!s.is_ok()) return s.status();
+    if (!t.is_ok()) return t.status();
+    scale_ = s.take(), shift_ = t.take();
+    weight_bytes_ = 8 * static_cast<size_t>(c_);
+    return Status::ok();
+  }
+  Status run(ComputeContext& ctx) const override {
+    INFERA_GPU_OK(ctx.node.label(),
+                  gpu::batchnorm_affine(cfg_.dtype(), n_, hw_, c_, {ctx.in(0).data, 0, 0},
+                                        static_cast<const float*>(scale_.get()),
+                                        static_cast<const float*>(shift_.get()), {ctx.out(0).data, 0, 0}, stream(ctx)));
+    return Status::ok();
+  }
+
+ private:
+  int n_, hw_, c_;
+  DeviceBuffer scale_, shift_;
+};
+
+const BatchNormOp* plan_bn(const StepRequest& req) {
+  const auto* op = dynamic_cast<const BatchNormOp*>(req.op);
+  if (!op || op->training() || !op->spatial() || req.inputs.size() != 5) return nullptr;
+  for (size_t i = 1; i < req.outputs.size(); ++i)
+    if (req.has_out(i)) return nullptr;
+  if (!req.has_in(0) || req.inputs[0]->value || req.in_dims(0).size() != 4) return nullptr;
+  for (size_t i = 1; i < 5; ++i)
+    if (!req.has_in(i) || !req.inputs[i]->value || req.inputs[i]->value->numel() != req.in_dims(0)[1]) return nullptr;
+  return op;
+}
+
+Support bn_query(const GpuConfig& c, const StepRequest& req) {
+  if (!plan_bn(req)) return Support::no("a BatchNormalization the GPU does not take (training, non-constant stats)");
+  const FormatSet act = format_bit(c.act_format(4));
+  return support_all(req, {act}, {act});
+}
+
+Result<std::unique_ptr<StepKernel>> bn_create(const GpuConfig& c, const StepRequest& req) {
+  const BatchNormOp* op = plan_bn(req);
+  if (!op) return std::unique_ptr<StepKernel>();
+  const Dims x = req.in_dims(0);
+  auto k = std::make_unique<BatchNormKernel>(c, static_cast<int>(x[0]), static_cast<int>(x[2] * x[3]),
+                                             static_cast<int>(x[1]));
+  Status s = k->init(req, op->epsilon());
+  if (!s.is_ok()) return s;
+  return std::unique_ptr<StepKernel>(std::move(k));
+}
+
+// ---------------------------------------------------------------- pointwise
+// How an operand is read against the output: the same elements, per channel, per image and
+// channel ([N,C,1,1]: SE blocks), or one scalar. Constants are uploaded at creation.
+enum class Bcast { kFull, kChannel, kImageChannel, kScalar, kNone };
+
+Bcast bcast_of(const Dims& y, const Dims& v, bool nhwc) {
+  if (v == y) return Bcast::kFull;
+  if (numel(v) == 1) return Bcast::kScalar;
+  if (v.size() > y.size()) return Bcast::kNone;
+  Dims p(y.size() - v.size(), 1);
+  p.insert(p.end(), v.begin(), v.end());
+  if (nhwc && y.size() == 4 && p[2] == 1 && p[3] == 1 && p[1] == y[1] && (p[0] == 1 || p[0] == y[0]))
+    return p[0] == 1 ? Bcast::kChannel : Bcast::kImageChannel;
+  if (!nhwc && y.size() == 2 && p[0] == 1 && p[1] == y[1]) return Bcast::kChannel;  // a row bias
+  return Bcast::kNone;
+}
+
+struct PwPlan {
+  gpu::PwOp op = gpu::PwOp::kAct;
+  Activation act;
+  int full = 0;    // input slot of the output-sized operand
+  int other = -1;  // the second operand's slot (binary ops)
+  Bcast bcast = Bcast::kNone;
+};
+
+bool plan_pointwise(const StepRequest& req, PwPlan& p) {
+  if (!req.has_out(0) || req.outputs.size() != 1) return false;
+  const Dims y = req.out_dims(0);
+  if (const auto* a = dynamic_cast<const ActivationOp*>(req.op)) {
+    if (req.inputs.size() != 1 || !req.has_in(0) || req.inputs[0]->value || req.in_dims(0) != y) return false;
+    p.act = a->activation();
+    return true;
+  }
+  if (const auto* clip = dynamic_cast<const ClipOp*>(req.op)) {
+    if (!req.has_in(0) || req.inputs[0]->value || req.in_dims(0) != y) return false;
+    p.act = activation_default(ActKind::kClip);
+    if (clip->opset() < 11) {
+      p.act.alpha = clip->attr_min(), p.act.beta = clip->attr_max();
+      return true;
+    }
+    for (size_t i = 1; i < 3; ++i) {
+      if (!req.has_in(i)) continue;
+      const auto& t = req.inputs[i]->value;
+      if (!t || t->numel() != 1) return false;
+      (i == 1 ? p.act.alpha : p.act.beta) = t->data_as<float>()[0];
+    }
+    return !(std::isnan(p.act.alpha) || std::isnan(p.act.beta));
+  }
+  const auto* bin = dynamic_cast<const BinaryOp*>(req.op);
+  if (!bin || req.inputs.size() != 2 || !req.has_in(0) || !req.has_in(1)) return false;
+  switch (bin->kind()) {
+    case BinaryKind::kAdd: p.op = gpu::PwOp::kAdd; break;
+    case BinaryKind::kSub: p.op = gpu::PwOp::kSub; break;
+    case BinaryKind::kMul: p.op = gpu::PwOp::kMul; break;
+    case BinaryKind::kDiv: p.op = gpu::PwOp::kDiv; break;
+    case BinaryKind::kMax: p.op = gpu::PwOp::kMax; break;
+    case BinaryKind::kMin: p.op = gpu::PwOp::kMin; break;
+    default: return false;
+  }
+  const bool a_full = req.in_dims(0) == y && !req.inputs[0]->value;
+  const bool b_full = req.in_dims(1) == y && !req.inputs[1]->value;
+  if (!a_full && !b_full) return false;
+  p.full = a_full ? 0 : 1;
+  p.other = 1 - p.full;
+  return true;
+}
+
+class PointwiseKernel : public GpuKernel {
+ public:
+  PointwiseKernel(const GpuConfig& c, PwPlan p, std::string impl) : GpuKernel(c, std::move(impl)), p_(std::move(p)) {}
+
+  Status init(const StepRequest& req) {
+    const Dims y = req.out_dims(0);
+    nhwc_ = is_nhwc(req.out_format(0));
+    if (is_nhwc(req.in_format(p_.full)) != nhwc_) return Status::ok();  // declined: see create()
+    if (nhwc_) {
+      n_ = static_cast<int>(y[0]), c_ = static_cast<int>(y[1]), hw_ = static_cast<int>(y[2] * y[3]);
+    } else if (y.size() == 2) {
+      n_ = static_cast<int>(y[0]), c_ = static_cast<int>(y[1]), hw_ = 1;
+    } else {
+      n_ = 1, hw_ = 1, c_ = static_cast<int>(numel(y));
+    }
+    if (p_.other >= 0) {
+      const ValueInfo& o = *req.inputs[p_.other];
+      p_.bcast = bcast_of(y, o.shape.concrete(), nhwc_);
+      if (p_.bcast == Bcast::kNone || (p_.bcast == Bcast::kFull && is_nhwc(req.in_format(p_.other)) != nhwc_))
+        return Status::ok();
+      if (o.value) {  // constants are uploaded once, in float32
+        auto b = DeviceBuffer::upload(cfg_.dev.index, o.value->data(), o.value->nbytes());
+        if (!b.is_ok()) return b.status();
+        const_ = b.take();
+        weight_bytes_ = const_.bytes();
+        other_dtype_ = gpu::DType::kF32;
+      } else {
+        other_dtype_ = dtype_of(req.in_format(p_.other));
+      }
+    }
+    ready_ = true;
+    return Status::ok();
+  }
+  bool ready() const { return ready_; }
+
+  Status run(ComputeContext& ctx) const override {
+    gpu::PointwiseDesc d;
+    d.n = n_, d.hw = hw_, d.c = c_;
+    const gpu::DType dt = cfg_.dtype();
+    d.in[0] = gpu::pw_full(ctx.in(p_.full).data, dt, hw_, c_);
+    d.num_inputs = 1;
+    if (p_.other >= 0) {
+      const void* o = const_.get() ? const_.get() : ctx.in(p_.other).data;
+      switch (p_.bcast) {
+        case Bcast::kFull: d.in[1] = gpu::pw_full(o, other_dtype_, hw_, c_); break;
+        case Bcast::kChannel: d.in[1] = gpu::pw_per_channel(o, other_dtype_); break;
+        case Bcast::kImageChannel: d.in[1] = gpu::pw_per_image_channel(o, other_dtype_, c_); break;
+        default: d.in[1] = gpu::pw_scalar(o, other_dtype_); break;
+      }
+      d.num_inputs = 2;
+      d.steps[0].op = p_.op;
+      d.steps[0].operand = 1;
+      d.steps[0].operand_first = p_.full == 1;  // v = op(a, v) when a is the broadcast one
+    } else {
+      d.steps[0].op = gpu::PwOp::kAct;
+      d.steps[0].act = p_.act;
+    }
+    d.num_steps = 1;
+    d.out_dtype = dt;
+    d.out = {ctx.out(0).data, 0, 0};
+    INFERA_GPU_OK(ctx.node.label(), gpu::pointwise(d, stream(ctx)));
+    return Status::ok();
+  }
+
+ private:
+  PwPlan p_;
+  bool nhwc_ = false, ready_ = false;
+  int n_ = 1, hw_ = 1, c_ = 1;
+  DeviceBuffer const_;
+  gpu::DType other_dtype_ = gpu::DType::kF32;
+};
+
+Support pointwise_query(const GpuConfig& c, const StepRequest& req) {
+  PwPlan p;
+  if (!plan_pointwise(req, p)) return Support::no("an elementwise op or broadcast the GPU kernels do not take");
+  const int r = req.outputs[0]->shape.rank();
+  const FormatSet any = format_bit(c.act_format(r)) | format_bit(c.plain_format());
+  std::vector<FormatSet> in(req.inputs.size(), any);
+  Support s = support_all(req, in, {any});
+  s.follows_input = true;
+  return s;
+}
+
+Result<std::unique_ptr<StepKernel>> pointwise_create(const GpuConfig& c, const StepRequest& req) {
+  PwPlan p;
+  if (!plan_pointwise(req, p)) return std::unique_ptr<StepKernel>();
+  auto k = std::make_unique<PointwiseKernel>(c, p, "pointwise " + req.node->op_type);
+  Status s = k->init(req);
+  if (!s.is_ok()) return s;
+  if (!k->ready()) return std::unique_ptr<StepKernel>();  // formats or a broadcast it cannot index
+  return std::unique_ptr<StepKernel>(std::move(k));
+}
+
+// ---------------------------------------------------------------- Concat (channels, NHWC)
+class ConcatKernel : public GpuKernel {
+ public:
+  ConcatKernel(const GpuConfig& c, int n, int hw, std::vector<int> chans)
+      : GpuKernel(c, "concat_copy_nhwc"), n_(n), hw_(hw), chans_(std::move(chans)) {}
+  Status run(ComputeContext& ctx) const override {
+    int64_t total = 0;
+    for (int ch : chans_) total += ch;
+    int64_t off = 0;
+    for (size_t i = 0; i < chans_.size(); ++i) {
+      gpu::OutNhwc y{ctx.out(0).data, total, off};
+      INFERA_GPU_OK(ctx.node.label(),
+                    gpu::concat_copy(cfg_.dtype(), n_, hw_, chans_[i], {ctx.in(i).data, 0, 0}, y, stream(ctx)));
+      off += chans_[i];
+    }
+    return Status::ok();
+  }
+
+ private:
+  int n_, hw_;
+  std::vector<int> chans_;
+};
+
+bool plan_concat(const StepRequest& req, std::vector<int>& chans) {
+  const auto* op = dynamic_cast<const ConcatOp*>(req.op);
+  if (!op || req.inputs.empty()) return false;
+  const Dims y = req.out_dims(0);
+  if (y.size() != 4 || (op->axis() != 1 && op->axis() != -3)) return false;
+  for (size_t i = 0; i < req.inputs.size(); ++i) {
+    if (!req.has_in(i) || req.inputs[i]->value) return false;
+    const Dims d = req.in_dims(i);
+    if (d.size() != 4 || d[0] != y[0] || d[2] != y[2] || d[3] != y[3]) return false;
+    chans.push_back(static_cast<int>(d[1]));
+  }
+  return true;
+}
+
+Support concat_query(const GpuConfig& c, const StepRequest& req) {
+  std::vector<int> chans;
+  if (!plan_concat(req, chans)) return Support::no("a Concat the GPU does not take (not along channels of 4-D)");
+  const FormatSet act = format_bit(c.act_format(4));
+  return support_all(req, std::vector<FormatSet>(req.inputs.size(), act), {act});
+}
+
+Result<std::unique_ptr<StepKernel>> concat_create(const GpuConfig& c, const StepRequest& req) {
+  std::vector<int> chans;
+  if (!plan_concat(req, chans)) return std::unique_ptr<StepKernel>();
+  const Dims y = req.out_dims(0);
+  return std::unique_ptr<StepKernel>(
+      std::make_unique<ConcatKernel>(c, static_cast<int>(y[0]), static_cast<int>(y[2] * y[3]), chans));
+}
+
+// ---------------------------------------------------------------- Softmax (rows)
+class SoftmaxKernel : public GpuKernel {
+ public:
+  SoftmaxKernel(const GpuConfig& c, int rows, int cols, bool log)
+      : GpuKernel(c, log ? "log_softmax_rows" : "softmax_rows"), rows_(rows), cols_(cols), log_(log) {}
+  Status run(ComputeContext& ctx) const override {
+    INFERA_GPU_OK(ctx.node.label(), gpu::softmax(cfg_.dtype(), rows_, cols_, ctx.in(0).data, cols_, ctx.out(0).data,
+                                                 cols_, log_, stream(ctx)));
+    return Status::ok();
+  }
+
+ private:
+  int rows_, cols_;
+  bool log_;
+};
+
+bool plan_softmax(const StepRequest& req, int& rows, int& cols, bool& log) {
+  const auto* op = dynamic_cast<const SoftmaxOp*>(req.op);
+  if (!op || op->kind() == SoftmaxKind::kHardmax || !req.has_in(0) || req.inputs[0]->value) return false;
+  const Dims x = req.in_dims(0);
+  const int64_t r = static_cast<int64_t>(x.size());
+  int64_t axis = op->axis() < 0 ? op->axis() + r : op->axis();
+  if (axis < 0 || axis >= r || (op->per_axis() && axis != r - 1)) return false;
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < r; ++i) (i < axis ? outer : inner) *= x[i];
+  if (outer > (1 << 30) || inner > (1 << 30)) return false;
+  rows = static_cast<int>(outer), cols = static_cast<int>(inner), log = op->kind() == SoftmaxKind::kLogSoftmax;
+  return true;
+}
+
+Support softmax_query(const GpuConfig& c, const StepRequest& req) {
+  int rows, cols;
+  bool log;
+  if (!plan_softmax(req, rows, cols, log)) return Support::no("a Softmax the GPU does not take (not the last axis)");
+  const FormatSet plain = format_bit(c.plain_format());
+  return support_all(req, {plain}, {plain});
+}
+
+Result<std::unique_ptr<StepKernel>> softmax_create(const GpuConfig& c, const StepRequest& req) {
+  int rows, cols;
+  bool log;
+  if (!plan_softmax(req, rows, cols, log)) return std::unique_ptr<StepKernel>();
+  return std::unique_ptr<StepKernel>(std::make_unique<SoftmaxKernel>(c, rows, cols, log));
+}
+
+// ---------------------------------------------------------------- same bytes, new shape
+// Reshape / Flatten / Squeeze / Unsqueeze: the plain bytes do not change; in place when the
+// planner lets the output share the input's buffer, else one device copy.
+class ReshapeKernel : public GpuKernel {
+ public:
+  ReshapeKernel(const GpuConfig& c, size_t bytes) : GpuKernel(c, "reshape (copy unless in place)"), bytes_(bytes) {}
+  Status run(ComputeContext& ctx) const override {
+    if (ctx.in(0).data == ctx.out(0).data || bytes_ == 0) return Status::ok();
+    gpuError_t e = gpuMemcpyAsync(ctx.out(0).data, ctx.in(0).data, bytes_, stream(ctx));
+    if (e != gpuSuccess) return device_error(ctx.node.label(), gpu::Status{gpuGetErrorString(e)});
+    return Status::ok();
+  }
+
+ private:
+  size_t bytes_;
+};
+
+bool plan_reshape(const StepRequest& req) {
+  const bool op =
+      onnx_op(req, "Reshape") || onnx_op(req, "Flatten") || onnx_op(req, "Squeeze") || onnx_op(req, "Unsqueeze");
+  if (!op || !req.has_in(0) || req.inputs[0]->value || !req.has_out(0)) return false;
+  for (size_t i = 1; i < req.inputs.size(); ++i)
+    if (req.has_in(i) && !req.inputs[i]->value) return false;  // a shape known at plan time
+  return numel(req.in_dims(0)) == numel(req.out_dims(0));
+}
+
+Support reshape_query(const GpuConfig& c, const StepRequest& req) {
+  if (!plan_reshape(req)) return Support::no("a reshape whose shape input is not known at plan time");
+  FormatSet in = format_bit(c.plain_format());
+  const Dims x = req.in_dims(0);
+  if (x.size() == 4 && x[2] * x[3] == 1) in |= format_bit(c.act_format(4));  // [N,C,1,1]: NHWC bytes are plain
+  Support s = support_all(req, {in}, {format_bit(c.plain_format())});
+  s.in_place.emplace_back(0, 0);
+  return s;
+}
+
+Result<std::unique_ptr<StepKernel>> reshape_create(const GpuConfig& c, const StepRequest& req) {
+  if (!plan_reshape(req)) return std::unique_ptr<StepKernel>();
+  return std::unique_ptr<StepKernel>(
+      std::make_unique<ReshapeKernel>(c, format_bytes(c.plain_format(), DataType::kFloat32, req.in_dims(0))));
+}
+
+}  // namespace
+
+const Family* ops_family(const StepRequest& req) {
+  static const Family pool{pool_query, pool_create}, bn{bn_query, bn_create}, pw{pointwise_query, pointwise_create},
+      cat{concat_query, concat_create}, sm{softmax_query, softmax_create}, rs{reshape_query, reshape_create};
+  const OpKernel* op = req.op;
+  if (dynamic_cast<const PoolOp*>(op) || dynamic_cast<const GlobalPoolOp*>(op)) return &pool;
+  if (dynamic_cast<const BatchNormOp*>(op)) return &bn;
+  if (dynamic_cast<const ActivationOp*>(op) || dynamic_cast<const ClipOp*>(op) || dynamic_cast<const BinaryOp*>(op))
+    return &pw;
+  if (dynamic_cast<const ConcatOp*>(op)) return &cat;
+  if (dynamic_cast<const SoftmaxOp*>(op)) return &sm;
+  if (onnx_op(req, "Reshape") || onnx_op(req, "Flatten") || onnx_op(req, "Squeeze") || onnx_op(req, "Unsqueeze"))
+    return &rs;
+  return nullptr;
+}
+
+}  // namespace infera::gpu_backend
