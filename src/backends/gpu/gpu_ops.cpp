@@ -161,28 +161,16 @@ Result<std::unique_ptr<StepKernel>> bn_create(const GpuConfig& c, const StepRequ
 }
 
 // ---------------------------------------------------------------- pointwise
-// How an operand is read against the output: the same elements, per channel, per image and
-// channel ([N,C,1,1]: SE blocks), or one scalar. Constants are uploaded at creation.
-enum class Bcast { kFull, kChannel, kImageChannel, kScalar, kNone };
-
-Bcast bcast_of(const Dims& y, const Dims& v, bool nhwc) {
-  if (v == y) return Bcast::kFull;
-  if (numel(v) == 1) return Bcast::kScalar;
-  if (v.size() > y.size()) return Bcast::kNone;
-  Dims p(y.size() - v.size(), 1);
-  p.insert(p.end(), v.begin(), v.end());
-  if (nhwc && y.size() == 4 && p[2] == 1 && p[3] == 1 && p[1] == y[1] && (p[0] == 1 || p[0] == y[0]))
-    return p[0] == 1 ? Bcast::kChannel : Bcast::kImageChannel;
-  if (!nhwc && y.size() == 2 && p[0] == 1 && p[1] == y[1]) return Bcast::kChannel;  // a row bias
-  return Bcast::kNone;
-}
-
+// One fused kernel reads every operand through strides in the output's iteration space, so any
+// mix of NHWC and plain operands works: for a 4-D output the space is (n, pixel, channel) when
+// it is NHWC, and (n, channel, pixel) when it is plain (NCHW): the kernel's "pixels" are then
+// the channels. Broadcasts (per channel, per image and channel as in SE blocks, scalars) are
+// strides of 0. Other ranks run flat (same-shape operands and scalars) or as rows [N, C].
 struct PwPlan {
   gpu::PwOp op = gpu::PwOp::kAct;
   Activation act;
   int full = 0;    // input slot of the output-sized operand
   int other = -1;  // the second operand's slot (binary ops)
-  Bcast bcast = Bcast::kNone;
 };
 
 bool plan_pointwise(const StepRequest& req, PwPlan& p) {
@@ -227,55 +215,109 @@ bool plan_pointwise(const StepRequest& req, PwPlan& p) {
   return true;
 }
 
+// The iteration space of an output: kernel dims (n, hw, c) and how a logical element maps to it.
+struct PwSpace {
+  int n = 1, hw = 1, c = 1;
+  bool four = false, nchw = false;  // 4-D; plain 4-D output (kernel hw = channels, c = pixels)
+  int64_t C = 1, P = 1;             // 4-D: channels, pixels (H * W)
+};
+
+PwSpace space_of(const Dims& y, Format out) {
+  PwSpace s;
+  if (y.size() == 4) {
+    s.four = true;
+    s.C = y[1], s.P = y[2] * y[3];
+    s.nchw = !is_nhwc(out);
+    s.n = static_cast<int>(y[0]);
+    s.hw = static_cast<int>(s.nchw ? s.C : s.P);
+    s.c = static_cast<int>(s.nchw ? s.P : s.C);
+  } else if (y.size() == 2) {
+    s.n = static_cast<int>(y[0]), s.c = static_cast<int>(y[1]);
+  } else {
+    s.c = static_cast<int>(numel(y));
+  }
+  return s;
+}
+
+// The strides of an operand of dims v in format f in the space; false when it cannot be indexed.
+bool operand_of(const PwSpace& s, const Dims& y, const Dims& v, Format f, gpu::PwOperand& o) {
+  if (numel(v) == 1) {
+    o.stride_n = o.stride_hw = o.stride_c = 0;
+    return true;
+  }
+  if (v.size() > y.size()) return false;
+  Dims p(y.size() - v.size(), 1);
+  p.insert(p.end(), v.begin(), v.end());
+  if (!s.four) {
+    if (p == y) {  // flat or rows: contiguous
+      o.stride_n = y.size() == 2 ? y[1] : 0, o.stride_hw = 0, o.stride_c = 1;
+      return true;
+    }
+    if (y.size() == 2 && p[0] == 1 && p[1] == y[1]) {  // a row bias
+      o.stride_n = 0, o.stride_hw = 0, o.stride_c = 1;
+      return true;
+    }
+    return false;
+  }
+  const bool bn = p[0] == 1 && y[0] != 1, bc = p[1] == 1 && y[1] != 1;
+  const bool pix_full = p[2] == y[2] && p[3] == y[3], pix_none = p[2] == 1 && p[3] == 1;
+  if ((!bn && p[0] != y[0]) || (!bc && p[1] != y[1]) || (!pix_full && !pix_none)) return false;
+  // Logical strides (n, channel, pixel) of the operand in its own format.
+  int64_t sn, sc, sp;
+  const int64_t C = p[1], P = p[2] * p[3];
+  if (pix_none || P == 1) {
+    sn = C, sc = 1, sp = 0;  // [N|1, C|1, 1, 1]: the same bytes in both formats
+  } else if (is_nhwc(f)) {
+    sn = P * C, sc = 1, sp = C;
+  } else {
+    sn = C * P, sc = P, sp = 1;
+  }
+  if (bn) sn = 0;
+  if (bc) sc = 0;
+  if (pix_none) sp = 0;
+  o.stride_n = sn;
+  o.stride_hw = s.nchw ? sc : sp;
+  o.stride_c = s.nchw ? sp : sc;
+  return true;
+}
+
 class PointwiseKernel : public GpuKernel {
  public:
   PointwiseKernel(const GpuConfig& c, PwPlan p, std::string impl) : GpuKernel(c, std::move(impl)), p_(std::move(p)) {}
 
-  Status init(const StepRequest& req) {
+  // False when an operand cannot be indexed (the step is declined).
+  Result<bool> init(const StepRequest& req) {
     const Dims y = req.out_dims(0);
-    nhwc_ = is_nhwc(req.out_format(0));
-    if (is_nhwc(req.in_format(p_.full)) != nhwc_) return Status::ok();  // declined: see create()
-    if (nhwc_) {
-      n_ = static_cast<int>(y[0]), c_ = static_cast<int>(y[1]), hw_ = static_cast<int>(y[2] * y[3]);
-    } else if (y.size() == 2) {
-      n_ = static_cast<int>(y[0]), c_ = static_cast<int>(y[1]), hw_ = 1;
-    } else {
-      n_ = 1, hw_ = 1, c_ = static_cast<int>(numel(y));
-    }
-    if (p_.other >= 0) {
-      const ValueInfo& o = *req.inputs[p_.other];
-      p_.bcast = bcast_of(y, o.shape.concrete(), nhwc_);
-      if (p_.bcast == Bcast::kNone || (p_.bcast == Bcast::kFull && is_nhwc(req.in_format(p_.other)) != nhwc_))
-        return Status::ok();
-      if (o.value) {  // constants are uploaded once, in float32
-        auto b = DeviceBuffer::upload(cfg_.dev.index, o.value->data(), o.value->nbytes());
+    if (!req.outputs[0]->shape.fully_known() || numel(y) > (int64_t(1) << 31)) return false;
+    space_ = space_of(y, req.out_format(0));
+    if (!space_.four && (is_nhwc(req.out_format(0)) || is_nhwc(req.in_format(p_.full)))) return false;
+    for (int k = 0; k < (p_.other >= 0 ? 2 : 1); ++k) {
+      const int slot = k == 0 ? p_.full : p_.other;
+      const ValueInfo& v = *req.inputs[slot];
+      gpu::PwOperand& o = ops_[k];
+      if (!operand_of(space_, y, v.shape.concrete(), req.in_format(slot), o)) return false;
+      if (v.value) {  // constants are uploaded once, in float32
+        auto b = DeviceBuffer::upload(cfg_.dev.index, v.value->data(), v.value->nbytes());
         if (!b.is_ok()) return b.status();
         const_ = b.take();
         weight_bytes_ = const_.bytes();
-        other_dtype_ = gpu::DType::kF32;
+        o.dtype = gpu::DType::kF32;
       } else {
-        other_dtype_ = dtype_of(req.in_format(p_.other));
+        o.dtype = dtype_of(req.in_format(slot));
       }
     }
-    ready_ = true;
-    return Status::ok();
+    return true;
   }
-  bool ready() const { return ready_; }
 
   Status run(ComputeContext& ctx) const override {
     gpu::PointwiseDesc d;
-    d.n = n_, d.hw = hw_, d.c = c_;
-    const gpu::DType dt = cfg_.dtype();
-    d.in[0] = gpu::pw_full(ctx.in(p_.full).data, dt, hw_, c_);
+    d.n = space_.n, d.hw = space_.hw, d.c = space_.c;
+    d.in[0] = ops_[0];
+    d.in[0].data = ctx.in(p_.full).data;
     d.num_inputs = 1;
     if (p_.other >= 0) {
-      const void* o = const_.get() ? const_.get() : ctx.in(p_.other).data;
-      switch (p_.bcast) {
-        case Bcast::kFull: d.in[1] = gpu::pw_full(o, other_dtype_, hw_, c_); break;
-        case Bcast::kChannel: d.in[1] = gpu::pw_per_channel(o, other_dtype_); break;
-        case Bcast::kImageChannel: d.in[1] = gpu::pw_per_image_channel(o, other_dtype_, c_); break;
-        default: d.in[1] = gpu::pw_scalar(o, other_dtype_); break;
-      }
+      d.in[1] = ops_[1];
+      d.in[1].data = const_.get() ? const_.get() : ctx.in(p_.other).data;
       d.num_inputs = 2;
       d.steps[0].op = p_.op;
       d.steps[0].operand = 1;
@@ -285,7 +327,7 @@ class PointwiseKernel : public GpuKernel {
       d.steps[0].act = p_.act;
     }
     d.num_steps = 1;
-    d.out_dtype = dt;
+    d.out_dtype = cfg_.dtype();
     d.out = {ctx.out(0).data, 0, 0};
     INFERA_GPU_OK(ctx.node.label(), gpu::pointwise(d, stream(ctx)));
     return Status::ok();
@@ -293,19 +335,28 @@ class PointwiseKernel : public GpuKernel {
 
  private:
   PwPlan p_;
-  bool nhwc_ = false, ready_ = false;
-  int n_ = 1, hw_ = 1, c_ = 1;
+  PwSpace space_;
+  gpu::PwOperand ops_[2];
   DeviceBuffer const_;
-  gpu::DType other_dtype_ = gpu::DType::kF32;
 };
+
+// Whether an operand of dims v could be read in some format (the planner picks which).
+bool indexable(const Dims& y, const Dims& v) {
+  gpu::PwOperand o;
+  for (Format f : {Format::kNhwc, Format::kPlain})
+    if (operand_of(space_of(y, f), y, v, f, o) || operand_of(space_of(y, Format::kPlain), y, v, f, o)) return true;
+  return false;
+}
 
 Support pointwise_query(const GpuConfig& c, const StepRequest& req) {
   PwPlan p;
-  if (!plan_pointwise(req, p)) return Support::no("an elementwise op or broadcast the GPU kernels do not take");
+  if (!plan_pointwise(req, p)) return Support::no("an elementwise op the GPU kernels do not take");
+  const Dims y = req.out_dims(0);
+  for (size_t i = 0; i < req.inputs.size() && p.other >= 0; ++i)
+    if (!indexable(y, req.in_dims(i))) return Support::no("a broadcast the GPU pointwise kernel cannot index");
   const int r = req.outputs[0]->shape.rank();
   const FormatSet any = format_bit(c.act_format(r)) | format_bit(c.plain_format());
-  std::vector<FormatSet> in(req.inputs.size(), any);
-  Support s = support_all(req, in, {any});
+  Support s = support_all(req, std::vector<FormatSet>(req.inputs.size(), any), {any});
   s.follows_input = true;
   return s;
 }
@@ -314,9 +365,9 @@ Result<std::unique_ptr<StepKernel>> pointwise_create(const GpuConfig& c, const S
   PwPlan p;
   if (!plan_pointwise(req, p)) return std::unique_ptr<StepKernel>();
   auto k = std::make_unique<PointwiseKernel>(c, p, "pointwise " + req.node->op_type);
-  Status s = k->init(req);
-  if (!s.is_ok()) return s;
-  if (!k->ready()) return std::unique_ptr<StepKernel>();  // formats or a broadcast it cannot index
+  auto ok = k->init(req);
+  if (!ok.is_ok()) return ok.status();
+  if (!ok.value()) return std::unique_ptr<StepKernel>();
   return std::unique_ptr<StepKernel>(std::move(k));
 }
 

@@ -1,0 +1,13 @@
+#!/bin/bash
+# Packs the CUDA build and the shared libraries the GPU machine lacks into .gpu-infera/stage.tar.xz
+# (ignored by git; the device tool carries it: run with carry [".gpu-infera"]).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build-cuda}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/lib" .gpu-infera
+cp "$build"/infera "$build"/infera_unit_tests "$build"/session_driver "$tmp/"
+strip "$tmp"/infera "$tmp"/infera_unit_tests "$tmp"/session_driver
+for l in libdnnl.so.2 libonnx_proto.so.1 libOpenCL.so.1; do cp "/lib/x86_64-linux-gnu/$l" "$tmp/lib/"; done
+tar -C "$tmp" -cJf .gpu-infera/stage.tar.xz .
+ls -la .gpu-infera/stage.tar.xz
