@@ -4,6 +4,7 @@
 // replayed; the median replay / 20 is the time. Epilogue: bias + ReLU (what the network runs).
 //   bench_conv SHAPES_FILE BATCHES(e.g. 1,256) OUT_CSV [--dtype f16|f32] [--only LAYER]
 //              [--candidate NAME]   (with --candidate: 3 plain launches, no timing: for ncu)
+//              [--exclude A,B,...]  (variants left out, e.g. those that failed the tests)
 // CSV columns: name,count,batch,candidate,splits,ms,tflops
 #include <algorithm>
 #include <cstdio>
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
   DType dtype = DType::kF16;
   const char* only = nullptr;
   const char* candidate = nullptr;
+  std::string exclude;
   for (int i = 4; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--dtype")) {
       dtype = !std::strcmp(argv[i + 1], "f32") ? DType::kF32 : DType::kF16;
@@ -92,6 +94,8 @@ int main(int argc, char** argv) {
       only = argv[i + 1];
     } else if (!std::strcmp(argv[i], "--candidate")) {
       candidate = argv[i + 1];
+    } else if (!std::strcmp(argv[i], "--exclude")) {
+      exclude = std::string(",") + argv[i + 1] + ",";
     } else {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       return 1;
@@ -155,6 +159,7 @@ int main(int argc, char** argv) {
       std::string best_name;
       for (const Candidate& c : conv_candidates(s, dev)) {
         if (candidate && std::strcmp(candidate, c.name)) continue;
+        if (exclude.find(std::string(",") + c.name + ",") != std::string::npos) continue;
         DevBuf ws(c.workspace_bytes);
         if (candidate) {  // profiling run: plain launches
           for (int i = 0; i < 3; ++i) {

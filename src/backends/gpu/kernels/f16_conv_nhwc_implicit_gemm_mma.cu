@@ -210,6 +210,7 @@ Status igemm_f16_run(const IgemmConfig& cfg, IgemmParams p, void* workspace, siz
   p.kn_pad = static_cast<int>(ceil_div(p.kn, 8) * 8);
   p.vec_out = p.y_ps % 8 == 0 && p.y_z % 8 == 0 && aligned16(p.y);
   p.vec_res = p.res && p.res_ps % 8 == 0 && p.res_z % 8 == 0 && aligned16(p.res);
+  p.vec_bias = p.bias && p.bias_z % 4 == 0 && aligned16(p.bias);
   if (!cfg.split) p.splits = 1;
   if (p.splits < 1) p.splits = 1;
   p.kt_per_split = static_cast<int>(ceil_div(p.kt, p.splits));

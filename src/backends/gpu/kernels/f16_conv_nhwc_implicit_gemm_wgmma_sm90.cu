@@ -172,6 +172,7 @@ Status igemm_wgmma_run(const IgemmConfig& cfg, IgemmParams p, gpuStream_t stream
   p.kn_pad = static_cast<int>(ceil_div(p.kn, 8) * 8);
   p.vec_out = p.y_ps % 8 == 0 && p.y_z % 8 == 0 && aligned16(p.y);
   p.vec_res = p.res && p.res_ps % 8 == 0 && p.res_z % 8 == 0 && aligned16(p.res);
+  p.vec_bias = p.bias && p.bias_z % 4 == 0 && aligned16(p.bias);
   p.splits = 1;
   const IgemmMode mode = igemm_pick_mode(p);
   if (mode == kIgemmScalar) return {"igemm wgmma: needs C % 8 == 0 and 16-byte aligned rows"};

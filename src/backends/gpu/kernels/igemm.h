@@ -29,7 +29,7 @@ struct IgemmParamsT {
   int z = 1;
   int splits = 1, kt_per_split = 1, kn_pad = 8;
   int n_tiles = 1;  // set by the launcher
-  int vec_out = 0, vec_res = 0;
+  int vec_out = 0, vec_res = 0, vec_bias = 0;
   ActParams act;
 };
 using IgemmParams = IgemmParamsT<uint16_t>;

@@ -36,9 +36,14 @@ __device__ inline void epilogue_store8(const IgemmParams& p, int zi, int m, int 
   const int nvalid = p.kn - nn < 8 ? p.kn - nn : 8;
   if (p.bias) {
     const float* b = p.bias + zi * p.bias_z + nn;
+    if (p.vec_bias && nvalid == 8) {
+      const float4 b0 = reinterpret_cast<const float4*>(b)[0], b1 = reinterpret_cast<const float4*>(b)[1];
+      v[0] += b0.x, v[1] += b0.y, v[2] += b0.z, v[3] += b0.w, v[4] += b1.x, v[5] += b1.y, v[6] += b1.z, v[7] += b1.w;
+    } else {
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
-      if (j < nvalid) v[j] += b[j];
+      for (int j = 0; j < 8; ++j)
+        if (j < nvalid) v[j] += b[j];
+    }
   }
   if (p.res) {
     const uint16_t* r = p.res + m * p.res_ps + zi * p.res_z + nn;
@@ -53,8 +58,7 @@ __device__ inline void epilogue_store8(const IgemmParams& p, int zi, int m, int 
         if (j < nvalid) v[j] += arch::h2f(r[j]);
     }
   }
-#pragma unroll
-  for (int j = 0; j < 8; ++j) v[j] = act_apply(p.act, v[j]);
+  act_apply_n<8>(p.act, v);
   uint16_t* y = p.y + m * p.y_ps + zi * p.y_z + nn;
   if (p.vec_out && nvalid == 8) {
     *reinterpret_cast<uint4*>(y) = pack8(v);
