@@ -2,7 +2,9 @@
 // default): for each shape and batch, every candidate that conv_candidates offers is captured
 // 20 times into a GPU graph (so launch gaps stay out, as in a captured plan) and the graph is
 // replayed; the median replay / 20 is the time. Epilogue: bias + ReLU (what the network runs).
-//   bench_conv SHAPES_FILE BATCHES(e.g. 1,256) OUT_CSV [--dtype f16|f32]
+//   bench_conv SHAPES_FILE BATCHES(e.g. 1,256) OUT_CSV [--dtype f16|f32] [--only LAYER]
+//              [--candidate NAME]   (with --candidate: 3 plain launches, no timing: for ncu)
+//              [--exclude A,B,...]  (variants left out, e.g. those that failed the tests)
 // CSV columns: name,count,batch,candidate,splits,ms,tflops
 #include <algorithm>
 #include <cstdio>
@@ -82,7 +84,23 @@ int main(int argc, char** argv) {
     return 1;
   }
   DType dtype = DType::kF16;
-  if (argc >= 6 && !std::strcmp(argv[4], "--dtype")) dtype = !std::strcmp(argv[5], "f32") ? DType::kF32 : DType::kF16;
+  const char* only = nullptr;
+  const char* candidate = nullptr;
+  std::string exclude;
+  for (int i = 4; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--dtype")) {
+      dtype = !std::strcmp(argv[i + 1], "f32") ? DType::kF32 : DType::kF16;
+    } else if (!std::strcmp(argv[i], "--only")) {
+      only = argv[i + 1];
+    } else if (!std::strcmp(argv[i], "--candidate")) {
+      candidate = argv[i + 1];
+    } else if (!std::strcmp(argv[i], "--exclude")) {
+      exclude = std::string(",") + argv[i + 1] + ",";
+    } else {
+      std::fprintf(stderr, "unknown option %s\n", argv[i]);
+      return 1;
+    }
+  }
   const std::vector<Layer> layers = read_shapes(argv[1]);
   if (layers.empty()) {
     std::fprintf(stderr, "no shapes in %s\n", argv[1]);
@@ -112,6 +130,7 @@ int main(int argc, char** argv) {
   for (int batch : batches) {
     double total_ms = 0;
     for (const Layer& l : layers) {
+      if (only && l.name != only) continue;
       ConvShape s;
       s.dtype = dtype, s.n = batch, s.h = l.h, s.w = l.w, s.c = l.c, s.k = l.k, s.r = l.r, s.s = l.s;
       s.stride_h = s.stride_w = l.stride;
@@ -139,7 +158,17 @@ int main(int argc, char** argv) {
       double best = -1;
       std::string best_name;
       for (const Candidate& c : conv_candidates(s, dev)) {
+        if (candidate && std::strcmp(candidate, c.name)) continue;
+        if (exclude.find(std::string(",") + c.name + ",") != std::string::npos) continue;
         DevBuf ws(c.workspace_bytes);
+        if (candidate) {  // profiling run: plain launches
+          for (int i = 0; i < 3; ++i) {
+            const Status cs = conv_forward(s, c, t, ws.ptr, c.workspace_bytes, st);
+            if (!cs.ok()) std::fprintf(stderr, "%s: %s\n", c.name, cs.error);
+          }
+          check_gpu(gpuStreamSynchronize(st), "profile");
+          continue;
+        }
         const double ms = time_candidate(s, c, t, ws.ptr, st);
         std::fprintf(csv, "%s,%d,%d,%s,%d,%.5f,%.2f\n", l.name.c_str(), l.count, batch, c.name, c.splits, ms,
                      ms > 0 ? flops / ms / 1e9 : 0.0);

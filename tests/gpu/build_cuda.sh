@@ -14,6 +14,8 @@ flags=(-std=c++20 -O3 -DINFERA_GPU_CUDA -I"$root/src"
   -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror)
 export nvcc out root
 export flags_str="${flags[*]}"
+# Hopper-only kernels (*_sm90.cu): sm_90a machine code only (wgmma needs the "a" target).
+export flags_sm90="-std=c++20 -O3 -DINFERA_GPU_CUDA -I$root/src -gencode arch=compute_90a,code=sm_90a -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror"
 compile() {  # source -> object, only when the source or a header is newer
   local src=$1 obj
   obj="$out/obj/$(basename "${src%.*}").o"
@@ -21,8 +23,10 @@ compile() {  # source -> object, only when the source or a header is newer
     return 0
   fi
   echo "nvcc $src"
+  local f=$flags_str
+  [[ $src == *_sm90.cu ]] && f=$flags_sm90
   # shellcheck disable=SC2086
-  "$nvcc" $flags_str -c "$src" -o "$obj"
+  "$nvcc" $f -c "$src" -o "$obj"
 }
 export -f compile
 lib=("$root"/src/backends/gpu/kernels/*.cu)

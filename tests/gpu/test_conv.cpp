@@ -86,7 +86,18 @@ void run_case(Ctx& ctx, ConvCase cc) {
     for (size_t i = 0; i < logical.size(); ++i) outside = outside || (!logical[i] && !poison[i]);
     char what[200];
     std::snprintf(what, sizeof what, "%s splits=%d", cc.name.c_str(), c.splits);
-    ctx.results.record(c.id, what, st.ok() ? compare(out, ref, idx) : Compare{INFINITY}, t, outside, st.error);
+    const Compare cmp = st.ok() ? compare(out, ref, idx) : Compare{INFINITY};
+    ctx.results.record(c.id, what, cmp, t, outside, st.error);
+    if (st.ok() && !(cmp.err <= tolerance(t))) {  // where it goes wrong: the first mismatches
+      int shown = 0;
+      for (size_t i = 0; i < ref.size() && shown < 6; ++i) {
+        const double o = out[idx[i]];
+        if (std::fabs(o - ref[i]) > 0.05 * (1 + std::fabs(ref[i])) || std::isnan(o)) {
+          std::printf("    mismatch pixel %zu channel %zu: got %g want %g\n", i / s.k, i % s.k, o, ref[i]);
+          ++shown;
+        }
+      }
+    }
   }
 }
 

@@ -59,6 +59,16 @@ __device__ inline float warp_shfl_xor(float v, int mask) {
 __device__ inline float h2f(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
 __device__ inline uint16_t f2h(float v) { return __half_as_ushort(__float2half_rn(v)); }
 
+// Shared-memory address of a generic pointer into shared memory (the form descriptors and
+// ldmatrix take). On HIP only the low bits matter to the code that uses it (never run there).
+__device__ inline unsigned smem_addr(const void* p) {
+#if defined(INFERA_GPU_CUDA)
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+#else
+  return static_cast<unsigned>(reinterpret_cast<uintptr_t>(p));
+#endif
+}
+
 // ---- asynchronous global -> shared copies of 16 bytes; pred false writes zeros.
 __device__ inline void cp_async16(void* smem, const void* gmem, bool pred) {
 #if defined(INFERA_GPU_MMA_SM80)
@@ -285,6 +295,71 @@ struct WarpMma {
     }
   }
 };
+#endif
+
+// ---- Hopper warpgroup MMA (wgmma, sm_90a only: the _sm90 kernel files are built for
+// compute_90a). A warpgroup (4 consecutive warps, 128 threads) multiplies a 64 x 16 A slice by a
+// 16 x 128 B slice, both read by the tensor cores straight from shared memory through matrix
+// descriptors; tiles are K-major rows of 64 halves (128 bytes) in the 128-byte swizzle
+// (16-byte chunk c of row r stored at chunk c ^ (r % 8)), 1024-byte aligned.
+#if defined(INFERA_GPU_CUDA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define INFERA_GPU_WGMMA 1
+#endif
+inline constexpr int kWgmmaTileK = 64;
+__host__ __device__ constexpr int swz128(int row, int chunk) { return row * kWgmmaTileK + ((chunk ^ (row & 7)) << 3); }
+
+#if defined(INFERA_GPU_WGMMA)
+inline constexpr bool kWgmmaDevice = true;
+// Descriptor of a K-major, 128B-swizzled tile at shared address addr: start >> 4, leading byte
+// offset 16 (unused by this layout), stride byte offset 1024 (one 8-row swizzle atom), swizzle mode 1.
+__device__ inline uint64_t wgmma_desc(unsigned addr) {
+  return (uint64_t{(addr & 0x3ffffu) >> 4}) | (uint64_t{16 >> 4} << 16) | (uint64_t{1024 >> 4} << 32) |
+         (uint64_t{1} << 62);
+}
+__device__ inline void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ inline void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ inline void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Shared memory written by the generic proxy (cp.async, st.shared) before the tensor cores read it.
+__device__ inline void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// d (64 fp32 per thread) += A(64x16, desc a) * B(16x128, desc b); both K-major.
+// Thread t of the warpgroup (warp w = t / 32, lane l) holds, for n-block j (8 columns):
+// d[4j + e] = C[16w + l/4 + 8(e/2)][8j + 2(l%4) + e%2].
+__device__ inline void wgmma_m64n128k16(float* d, uint64_t a, uint64_t b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "
+      "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, "
+      "0, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(a), "l"(b), "r"(1));
+}
+#else
+// Other passes (sm_80, sm_90 without "a", HIP, host): no-ops, never run — the host offers the
+// wgmma variants only when the device's code was built with them (igemm_wgmma_built()).
+inline constexpr bool kWgmmaDevice = false;
+__device__ inline uint64_t wgmma_desc(unsigned) { return 0; }
+__device__ inline void wgmma_fence() {}
+__device__ inline void wgmma_commit() {}
+template <int N>
+__device__ inline void wgmma_wait() {}
+__device__ inline void fence_proxy_async() {}
+__device__ inline void wgmma_m64n128k16(float*, uint64_t, uint64_t) {}
 #endif
 
 }  // namespace infera::gpu::arch

@@ -60,6 +60,7 @@ struct DeviceInfo {
   int arch = 0;        // CUDA: major*10+minor; HIP: gcnArch-like major*10+minor
   int sm_count = 1;    // multiprocessors / compute units
   int smem_optin = 0;  // largest dynamic shared memory a block may get, bytes
+  bool wgmma = false;  // Hopper warpgroup MMA kernels usable (sm_90 device, sm_90a code present)
 };
 Status query_device(int device, DeviceInfo* out);
 

@@ -67,6 +67,10 @@ inline gpuError_t gpuFuncSetMaxDynamicSmem(const void* func, int bytes) {
   return hipFuncSetAttribute(func, hipFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 inline int gpuPropSmemOptin(const gpuDeviceProp& p) { return static_cast<int>(p.sharedMemPerBlock); }
+template <class T>
+gpuError_t gpuMemcpyFromSymbol(void* dst, const T& symbol, size_t n) {
+  return hipMemcpyFromSymbol(dst, HIP_SYMBOL(symbol), n, 0, hipMemcpyDeviceToHost);
+}
 inline int gpuPropArch(const gpuDeviceProp& p) { return p.major * 10 + p.minor; }
 
 #else  // INFERA_GPU_CUDA
@@ -123,6 +127,10 @@ inline gpuError_t gpuFuncSetMaxDynamicSmem(const void* func, int bytes) {
   return cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 inline int gpuPropSmemOptin(const gpuDeviceProp& p) { return static_cast<int>(p.sharedMemPerBlockOptin); }
+template <class T>
+gpuError_t gpuMemcpyFromSymbol(void* dst, const T& symbol, size_t n) {
+  return cudaMemcpyFromSymbol(dst, symbol, n);
+}
 inline int gpuPropArch(const gpuDeviceProp& p) { return p.major * 10 + p.minor; }
 #endif
 

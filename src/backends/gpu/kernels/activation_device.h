@@ -99,4 +99,18 @@ INFERA_GPU_ACT_FN float act_apply(const ActParams& a, float x) {
   }
 }
 
+// The activation on N values, with the kind switched on once (epilogues: identity and ReLU, by
+// far the most common, take a branch-free path; the rest go through act_apply).
+template <int N>
+__device__ inline void act_apply_n(const ActParams& a, float* v) {
+  if (a.kind == kActIdentity) return;
+  if (a.kind == kActRelu) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) v[j] = v[j] < 0.f ? 0.f : v[j];  // NaN stays NaN, as in act_apply
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < N; ++j) v[j] = act_apply(a, v[j]);
+}
+
 }  // namespace infera::gpu

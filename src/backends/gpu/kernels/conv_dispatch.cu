@@ -91,20 +91,27 @@ std::vector<Candidate> conv_candidates(const ConvShape& s, const DeviceInfo& dev
   const IgemmParams p = conv_view<uint16_t>(s, placeholder(s));
   const bool scalar = igemm_pick_mode(p) == kIgemmScalar;
   std::vector<Candidate> tiles;
+  using K = KernelId;
   const KernelId order_big[] = {
-      KernelId::f16_conv_nhwc_implicit_gemm_mma_128x128,      KernelId::f16_conv_nhwc_implicit_gemm_mma_256x128,
-      KernelId::f16_conv_nhwc_implicit_gemm_mma_128x64,       KernelId::f16_conv_nhwc_implicit_gemm_mma_64x128,
-      KernelId::f16_conv_nhwc_implicit_gemm_mma_64x64,        KernelId::f16_conv_nhwc_implicit_gemm_mma_64x64_splitk,
-      KernelId::f16_conv_nhwc_implicit_gemm_mma_64x128_splitk};
+      K::f16_conv_nhwc_implicit_gemm_wgmma_128x256,    K::f16_conv_nhwc_implicit_gemm_wgmma_128x128,
+      K::f16_conv_nhwc_implicit_gemm_wgmma_256x128,    K::f16_conv_nhwc_implicit_gemm_wgmma_64x128,
+      K::f16_conv_nhwc_implicit_gemm_mma_128x128,      K::f16_conv_nhwc_implicit_gemm_mma_256x128,
+      K::f16_conv_nhwc_implicit_gemm_mma_256x64,       K::f16_conv_nhwc_implicit_gemm_mma_128x64,
+      K::f16_conv_nhwc_implicit_gemm_mma_64x128,       K::f16_conv_nhwc_implicit_gemm_mma_64x64,
+      K::f16_conv_nhwc_implicit_gemm_mma_64x64_splitk, K::f16_conv_nhwc_implicit_gemm_mma_64x128_splitk};
   const KernelId order_small[] = {
-      KernelId::f16_conv_nhwc_implicit_gemm_mma_64x64_splitk, KernelId::f16_conv_nhwc_implicit_gemm_mma_64x128_splitk,
-      KernelId::f16_conv_nhwc_implicit_gemm_mma_64x64,        KernelId::f16_conv_nhwc_implicit_gemm_mma_64x128,
-      KernelId::f16_conv_nhwc_implicit_gemm_mma_128x64,       KernelId::f16_conv_nhwc_implicit_gemm_mma_128x128,
-      KernelId::f16_conv_nhwc_implicit_gemm_mma_256x128};
+      K::f16_conv_nhwc_implicit_gemm_mma_64x64_splitk, K::f16_conv_nhwc_implicit_gemm_mma_64x128_splitk,
+      K::f16_conv_nhwc_implicit_gemm_mma_64x64,        K::f16_conv_nhwc_implicit_gemm_wgmma_64x128,
+      K::f16_conv_nhwc_implicit_gemm_mma_64x128,       K::f16_conv_nhwc_implicit_gemm_mma_128x64,
+      K::f16_conv_nhwc_implicit_gemm_wgmma_128x128,    K::f16_conv_nhwc_implicit_gemm_mma_128x128,
+      K::f16_conv_nhwc_implicit_gemm_wgmma_128x256,    K::f16_conv_nhwc_implicit_gemm_wgmma_256x128,
+      K::f16_conv_nhwc_implicit_gemm_mma_256x64,       K::f16_conv_nhwc_implicit_gemm_mma_256x128};
+  static_assert(sizeof(order_big) == sizeof(order_small), "both orders list every implicit-GEMM variant");
   const bool big = ceil_div(p.m, 128) * ceil_div(kg, 128) * s.groups >= dev.sm_count;
   for (KernelId id : big ? order_big : order_small) {
     const IgemmConfig* cfg = igemm_config(id);
     if (!cfg || (scalar && !cfg->scalar)) continue;
+    if (cfg->wgmma && !dev.wgmma) continue;
     if (static_cast<int>(igemm_smem_bytes(*cfg)) > dev.smem_optin) continue;
     if (cfg->split) {
       const int splits = igemm_pick_splits(*cfg, p, dev);

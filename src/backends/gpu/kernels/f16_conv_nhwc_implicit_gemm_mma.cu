@@ -9,6 +9,7 @@
 
 #include "backends/gpu/arch.h"
 #include "backends/gpu/kernels/igemm.h"
+#include "backends/gpu/kernels/igemm_tile.h"
 #include "backends/gpu/kernels/launch_util.h"
 
 namespace infera::gpu {
@@ -17,201 +18,8 @@ namespace {
 using arch::kTileK;
 using arch::swz;
 
-// Rows of the fp32 staging tile that fit in the pipeline's shared memory (a power of two).
-__host__ __device__ constexpr int slab_rows(int bm, int bn, int stages) {
-  const int bytes = stages * (bm + bn) * kTileK * 2;
-  int rows = bm;
-  while (rows > 1 && rows * (bn + kIgemmSmemPad) * 4 > bytes) rows /= 2;
-  return rows;
-}
-
-__device__ inline void unpack8(const uint4& u, float* v) {
-  const unsigned w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    v[2 * i] = arch::h2f(static_cast<uint16_t>(w[i] & 0xffffu));
-    v[2 * i + 1] = arch::h2f(static_cast<uint16_t>(w[i] >> 16));
-  }
-}
-__device__ inline uint4 pack8(const float* v) {
-  unsigned w[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) w[i] = unsigned(arch::f2h(v[2 * i])) | (unsigned(arch::f2h(v[2 * i + 1])) << 16);
-  return make_uint4(w[0], w[1], w[2], w[3]);
-}
-
-// bias + residual + activation on 8 consecutive channels nn.. of pixel m in group/batch zi; store.
-__device__ inline void epilogue_store8(const IgemmParams& p, int zi, int m, int nn, float* v) {
-  const int nvalid = p.kn - nn < 8 ? p.kn - nn : 8;
-  if (p.bias) {
-    const float* b = p.bias + zi * p.bias_z + nn;
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-      if (j < nvalid) v[j] += b[j];
-  }
-  if (p.res) {
-    const uint16_t* r = p.res + m * p.res_ps + zi * p.res_z + nn;
-    if (p.vec_res && nvalid == 8) {
-      float t[8];
-      unpack8(*reinterpret_cast<const uint4*>(r), t);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] += t[j];
-    } else {
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        if (j < nvalid) v[j] += arch::h2f(r[j]);
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < 8; ++j) v[j] = act_apply(p.act, v[j]);
-  uint16_t* y = p.y + m * p.y_ps + zi * p.y_z + nn;
-  if (p.vec_out && nvalid == 8) {
-    *reinterpret_cast<uint4*>(y) = pack8(v);
-  } else {
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-      if (j < nvalid) y[j] = arch::f2h(v[j]);
-  }
-}
-
-// Loads the A tile (ROWS output pixels x 32 k) of successive k-tiles into shared memory.
-// Thread t owns chunk column t % 4 (8 halves of k) of rows t / 4 + i * NT / 4.
-template <int ROWS, int NT, int MODE>
-struct ALoader {
-  static constexpr int kIters = ROWS * 4 / NT;
-  static_assert(kIters >= 1 && ROWS * 4 % NT == 0, "A loader");
-  const uint16_t* base[kIters];  // image (or, 1x1, pixel) base
-  int ih0[kIters], iw0[kIters];
-  bool valid[kIters];
-  int kk, r, s, cc;  // k of this thread's chunk and its (r, s, c) decomposition
-
-  __device__ void init(const IgemmParams& p, int zi, int m0, int kt0, int tid) {
-    const uint16_t* x = p.x + zi * p.x_z;
-    const int pq = p.p * p.q;
-#pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const int m = m0 + (tid >> 2) + i * (NT / 4);
-      valid[i] = m < p.m;
-      const int mm = valid[i] ? m : 0;
-      if (MODE == kIgemmVec1x1) {
-        base[i] = x + mm * p.x_ps;
-        ih0[i] = iw0[i] = 0;
-      } else {
-        const int img = mm / pq, rem = mm - img * pq, pp = rem / p.q, qq = rem - pp * p.q;
-        base[i] = x + static_cast<int64_t>(img) * p.h * p.w * p.x_ps;
-        ih0[i] = pp * p.sh - p.ph;
-        iw0[i] = qq * p.sw - p.pw;
-      }
-    }
-    kk = kt0 * kTileK + (tid & 3) * 8;
-    const int rs = kk / p.c;
-    cc = kk - rs * p.c;
-    r = rs / p.s;
-    s = rs - r * p.s;
-  }
-
-  __device__ void load(const IgemmParams& p, uint16_t* tile, int tid) {
-    const int col = tid & 3;
-    if (MODE == kIgemmScalar) {
-      // Element gather: decompose each of the 8 k indices once, reuse for every row.
-      int off[8];
-      bool kv[8];
-      int ihd[8], iwd[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const int k = kk + e;
-        kv[e] = k < p.kgemm;
-        const int kc = kv[e] ? k : 0;
-        const int rs = kc / p.c, c = kc - rs * p.c, rr = rs / p.s, ss = rs - rr * p.s;
-        ihd[e] = rr * p.dh;
-        iwd[e] = ss * p.dw;
-        off[e] = c;
-      }
-#pragma unroll
-      for (int i = 0; i < kIters; ++i) {
-        const int row = (tid >> 2) + i * (NT / 4);
-        unsigned short v[8];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const int ih = ih0[i] + ihd[e], iw = iw0[i] + iwd[e];
-          const bool ok = valid[i] && kv[e] && unsigned(ih) < unsigned(p.h) && unsigned(iw) < unsigned(p.w);
-          v[e] = ok ? base[i][(static_cast<int64_t>(ih) * p.w + iw) * p.x_ps + off[e]] : 0;
-        }
-        *reinterpret_cast<uint4*>(tile + swz(row, col)) =
-            make_uint4(v[0] | (unsigned(v[1]) << 16), v[2] | (unsigned(v[3]) << 16), v[4] | (unsigned(v[5]) << 16),
-                       v[6] | (unsigned(v[7]) << 16));
-      }
-      kk += kTileK;
-      return;
-    }
-    const bool kvalid = kk < p.kgemm;
-#pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const int row = (tid >> 2) + i * (NT / 4);
-      const uint16_t* src;
-      bool ok;
-      if (MODE == kIgemmVec1x1) {
-        ok = valid[i] && kvalid;
-        src = base[i] + kk;
-      } else {
-        const int ih = ih0[i] + r * p.dh, iw = iw0[i] + s * p.dw;
-        ok = valid[i] && kvalid && unsigned(ih) < unsigned(p.h) && unsigned(iw) < unsigned(p.w);
-        src = base[i] + (static_cast<int64_t>(ih) * p.w + iw) * p.x_ps + cc;
-      }
-      arch::cp_async16(tile + swz(row, col), ok ? src : p.x, ok);
-    }
-    kk += kTileK;
-    if (MODE == kIgemmVec) {
-      cc += kTileK;
-      while (cc >= p.c) {
-        cc -= p.c;
-        if (++s == p.s) {
-          s = 0;
-          ++r;
-        }
-      }
-    }
-  }
-};
-
-// Loads the B tile (ROWS output channels x 32 k) of the weights [kn][w_rs].
-template <int ROWS, int NT, int MODE>
-struct BLoader {
-  static constexpr int kIters = ROWS * 4 / NT;
-  static_assert(kIters >= 1 && ROWS * 4 % NT == 0, "B loader");
-  const uint16_t* base[kIters];
-  bool valid[kIters];
-  int kk;
-
-  __device__ void init(const IgemmParams& p, int zi, int n0, int kt0, int tid) {
-#pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const int n = n0 + (tid >> 2) + i * (NT / 4);
-      valid[i] = n < p.kn;
-      base[i] = p.wt + zi * p.w_z + static_cast<int64_t>(valid[i] ? n : 0) * p.w_rs;
-    }
-    kk = kt0 * kTileK + (tid & 3) * 8;
-  }
-
-  __device__ void load(const IgemmParams& p, uint16_t* tile, int tid) {
-    const int col = tid & 3;
-#pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const int row = (tid >> 2) + i * (NT / 4);
-      if (MODE == kIgemmScalar) {
-        unsigned short v[8];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) v[e] = valid[i] && kk + e < p.kgemm ? base[i][kk + e] : 0;
-        *reinterpret_cast<uint4*>(tile + swz(row, col)) =
-            make_uint4(v[0] | (unsigned(v[1]) << 16), v[2] | (unsigned(v[3]) << 16), v[4] | (unsigned(v[5]) << 16),
-                       v[6] | (unsigned(v[7]) << 16));
-      } else {
-        const bool ok = valid[i] && kk < p.kgemm;
-        arch::cp_async16(tile + swz(row, col), ok ? base[i] + kk : p.wt, ok);
-      }
-    }
-    kk += kTileK;
-  }
+struct Swz32 {
+  __device__ static int at(int row, int chunk) { return swz(row, chunk); }
 };
 
 template <int BM, int BN, int NT, int STAGES, int MODE, bool SPLIT>
@@ -230,8 +38,8 @@ __global__ void __launch_bounds__(NT) igemm_f16_kernel(const IgemmParams p) {
   const int kt1 = kt0 + p.kt_per_split < p.kt ? kt0 + p.kt_per_split : p.kt;
   const int nk = kt1 - kt0;
 
-  ALoader<BM, NT, MODE> la;
-  BLoader<BN, NT, MODE> lb;
+  ALoader<BM, NT, MODE, kTileK, Swz32> la;
+  BLoader<BN, NT, MODE, kTileK, Swz32> lb;
   la.init(p, zi, m0, kt0, tid);
   lb.init(p, zi, n0, kt0, tid);
 
@@ -265,7 +73,7 @@ __global__ void __launch_bounds__(NT) igemm_f16_kernel(const IgemmParams p) {
 
   float* ctile = reinterpret_cast<float*>(igemm_smem);
   constexpr int kPitch = BN + kIgemmSmemPad;
-  constexpr int kSlab = slab_rows(BM, BN, STAGES);
+  constexpr int kSlab = slab_rows(BM, BN, STAGES * (BM + BN) * kTileK * 2);
   constexpr int kVecsPerRow = BN / 8;
   for (int lo = 0; lo < BM; lo += kSlab) {
     if (lo) __syncthreads();
@@ -343,6 +151,7 @@ Status launch_modes(IgemmMode mode, const IgemmParams& p, gpuStream_t stream) {
 
 constexpr IgemmConfig kConfigs[] = {
     {KernelId::f16_conv_nhwc_implicit_gemm_mma_256x128, 256, 128, 256, false, false},
+    {KernelId::f16_conv_nhwc_implicit_gemm_mma_256x64, 256, 64, 256, false, false},
     {KernelId::f16_conv_nhwc_implicit_gemm_mma_128x128, 128, 128, 256, false, false},
     {KernelId::f16_conv_nhwc_implicit_gemm_mma_128x64, 128, 64, 128, false, true},
     {KernelId::f16_conv_nhwc_implicit_gemm_mma_64x128, 64, 128, 128, false, false},
@@ -356,10 +165,11 @@ constexpr IgemmConfig kConfigs[] = {
 const IgemmConfig* igemm_config(KernelId id) {
   for (const IgemmConfig& c : kConfigs)
     if (c.id == id) return &c;
-  return nullptr;
+  return igemm_wgmma_config(id);
 }
 
 size_t igemm_smem_bytes(const IgemmConfig& c) {
+  if (c.wgmma) return igemm_wgmma_smem_bytes(c);
   return static_cast<size_t>(arch::kIgemmStages) * (c.bm + c.bn) * kTileK * 2;
 }
 
@@ -394,11 +204,13 @@ int igemm_pick_splits(const IgemmConfig& cfg, const IgemmParams& p, const Device
 
 Status igemm_f16_run(const IgemmConfig& cfg, IgemmParams p, void* workspace, size_t workspace_bytes,
                      gpuStream_t stream) {
+  if (cfg.wgmma) return igemm_wgmma_run(cfg, p, stream);
   p.kt = static_cast<int>(ceil_div(p.kgemm, kTileK));
   p.n_tiles = static_cast<int>(ceil_div(p.kn, cfg.bn));
   p.kn_pad = static_cast<int>(ceil_div(p.kn, 8) * 8);
   p.vec_out = p.y_ps % 8 == 0 && p.y_z % 8 == 0 && aligned16(p.y);
   p.vec_res = p.res && p.res_ps % 8 == 0 && p.res_z % 8 == 0 && aligned16(p.res);
+  p.vec_bias = p.bias && p.bias_z % 4 == 0 && aligned16(p.bias);
   if (!cfg.split) p.splits = 1;
   if (p.splits < 1) p.splits = 1;
   p.kt_per_split = static_cast<int>(ceil_div(p.kt, p.splits));
@@ -413,6 +225,9 @@ Status igemm_f16_run(const IgemmConfig& cfg, IgemmParams p, void* workspace, siz
   switch (cfg.id) {
     case KernelId::f16_conv_nhwc_implicit_gemm_mma_256x128:
       st = launch_modes<256, 128, 256, false, false>(mode, p, stream);
+      break;
+    case KernelId::f16_conv_nhwc_implicit_gemm_mma_256x64:
+      st = launch_modes<256, 64, 256, false, false>(mode, p, stream);
       break;
     case KernelId::f16_conv_nhwc_implicit_gemm_mma_128x128:
       st = launch_modes<128, 128, 256, false, false>(mode, p, stream);

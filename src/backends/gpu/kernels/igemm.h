@@ -29,7 +29,7 @@ struct IgemmParamsT {
   int z = 1;
   int splits = 1, kt_per_split = 1, kn_pad = 8;
   int n_tiles = 1;  // set by the launcher
-  int vec_out = 0, vec_res = 0;
+  int vec_out = 0, vec_res = 0, vec_bias = 0;
   ActParams act;
 };
 using IgemmParams = IgemmParamsT<uint16_t>;
@@ -46,7 +46,8 @@ struct IgemmConfig {
   KernelId id;
   int bm, bn, threads;
   bool split;
-  bool scalar;  // has a scalar-mode instantiation
+  bool scalar;         // has a scalar-mode instantiation
+  bool wgmma = false;  // Hopper warpgroup kernel (k-tile 64, sm_90a code)
 };
 // The configurations, by KernelId of the conv list entries (the GEMM entries map onto them).
 const IgemmConfig* igemm_config(KernelId id);
@@ -61,6 +62,13 @@ Status igemm_f16_run(const IgemmConfig& cfg, IgemmParams p, void* workspace, siz
 size_t igemm_workspace_bytes(const IgemmParams& p, int splits);
 // A split count that fills the device: 1 when the tile grid already does.
 int igemm_pick_splits(const IgemmConfig& cfg, const IgemmParams& p, const DeviceInfo& dev);
+
+// The Hopper wgmma variants (f16_conv_nhwc_implicit_gemm_wgmma_sm90.cu).
+const IgemmConfig* igemm_wgmma_config(KernelId id);
+bool igemm_wgmma_built();
+size_t igemm_wgmma_smem_bytes(
+    const IgemmConfig& c);  // this program carries sm_90a code for them (and runs on such a device)
+Status igemm_wgmma_run(const IgemmConfig& cfg, IgemmParams p, gpuStream_t stream);
 
 // fp32 SIMT implicit GEMM (f32_conv_nhwc_implicit_gemm_simt.cu): variants ..._128x128, ..._64x64.
 bool simt_f32_is_variant(KernelId id);

@@ -1,5 +1,6 @@
 // The kernel table generated from list.h, and the device query the dispatch needs.
 #include "backends/gpu/kernels.h"
+#include "backends/gpu/kernels/igemm.h"
 
 namespace infera::gpu {
 namespace {
@@ -25,6 +26,11 @@ Status query_device(int device, DeviceInfo* out) {
   out->arch = gpuPropArch(prop);
   out->sm_count = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
   out->smem_optin = gpuPropSmemOptin(prop);
+  int current = 0;
+  GPU_TRY(gpuGetDevice(&current));
+  if (current != device) GPU_TRY(gpuSetDevice(device));
+  out->wgmma = out->arch == 90 && igemm_wgmma_built();
+  if (current != device) GPU_TRY(gpuSetDevice(current));
   return {};
 }
 

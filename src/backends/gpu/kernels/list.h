@@ -8,12 +8,18 @@
 
 // fp16 implicit GEMM on the matrix units (BMxBN block tile: output pixels x output channels).
 INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_mma_256x128, kConv, kF16, "8 warps, multistage cp.async")
+INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_mma_256x64, kConv, kF16, "8 warps, multistage cp.async")
 INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_mma_128x128, kConv, kF16, "8 warps, multistage cp.async")
 INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_mma_128x64, kConv, kF16, "4 warps, multistage cp.async")
 INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_mma_64x128, kConv, kF16, "4 warps, multistage cp.async")
 INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_mma_64x64, kConv, kF16, "4 warps, multistage cp.async")
 INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_mma_64x64_splitk, kConv, kF16, "split-K partials + epilogue pass")
 INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_mma_64x128_splitk, kConv, kF16, "split-K partials + epilogue pass")
+// fp16 implicit GEMM on Hopper's warpgroup MMA (sm_90a code; offered only where it can run).
+INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_wgmma_128x128, kConv, kF16, "2 warpgroups, k-tile 64, cp.async")
+INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_wgmma_128x256, kConv, kF16, "2 warpgroups, k-tile 64, cp.async")
+INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_wgmma_256x128, kConv, kF16, "4 warpgroups, k-tile 64, cp.async")
+INFERA_GPU_KERNEL(f16_conv_nhwc_implicit_gemm_wgmma_64x128, kConv, kF16, "1 warpgroup, k-tile 64, cp.async")
 // fp32 implicit GEMM on the FMA units (no TF32).
 INFERA_GPU_KERNEL(f32_conv_nhwc_implicit_gemm_simt_128x128, kConv, kF32, "8x8 per thread")
 INFERA_GPU_KERNEL(f32_conv_nhwc_implicit_gemm_simt_64x64, kConv, kF32, "4x4 per thread")
