@@ -27,7 +27,9 @@ struct NodeTime {
 struct BenchRow {
   int64_t batch = 0;  // items per run (1 where the model has no batch)
   std::map<std::string, std::vector<int64_t>> shapes;
-  LatencyStats lat;
+  LatencyStats lat;       // device event times on a GPU, else the host's wall clock
+  LatencyStats host_lat;  // the host's wall clock around each run
+  bool device_timed = false;
   double throughput = 0;          // items per second from the mean
   double build_ms = 0;            // plan build time
   size_t planned_bytes = 0;       // arena + weights + scratch as planned

@@ -109,6 +109,8 @@ std::string bench_json(const BenchMeta& m, const std::vector<BenchRow>& rows, si
     j += "}, \"count\": " + std::to_string(r.lat.count);
     j += ", \"latency_ms_p50\": " + num(r.lat.p50) + ", \"latency_ms_p90\": " + num(r.lat.p90);
     j += ", \"latency_ms_p99\": " + (r.lat.has_p99 ? num(r.lat.p99) : "null");
+    j += ", \"latency_source\": " + std::string(r.device_timed ? "\"device events\"" : "\"host clock\"") +
+         ", \"host_latency_ms_mean\": " + num(r.host_lat.mean) + ", \"host_latency_ms_p50\": " + num(r.host_lat.p50);
     j += ", \"latency_ms_mean\": " + num(r.lat.mean) + ", \"latency_ms_min\": " + num(r.lat.min);
     j += ", \"latency_ms_max\": " + num(r.lat.max) + ", \"latency_ms_stddev\": " + num(r.lat.stddev);
     j += ", \"throughput_per_s\": " + num(r.throughput);
