@@ -287,7 +287,9 @@ struct PlanReport {
   size_t naive_bytes = 0;                                // sum of all activation sizes without reuse
   size_t weight_bytes = 0;                               // constants, including weights reordered by backends
   size_t scratch_bytes = 0;                              // backend scratch per run context (e.g. oneDNN scratchpads)
-  std::map<std::string, size_t> arena_bytes_per_device;  // "cpu" -> bytes
+  std::map<std::string, size_t> arena_bytes_per_device;   // "cpu" -> bytes
+  std::map<std::string, size_t> scratch_bytes_per_device;  // per run context
+  std::map<std::string, size_t> weight_bytes_per_device;   // held by the step kernels (reordered, uploaded)
   size_t steps = 0;                                      // steps executed per run
   size_t accelerated_steps = 0;                          // steps run by a backend other than "ref"
   size_t inserted_steps = 0;                             // copies / reorders / casts

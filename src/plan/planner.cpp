@@ -652,6 +652,7 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
     if (g_.values[v].constant) r.weight_bytes += g_.values[v].constant->nbytes();
   for (const PlanStep& st : p->steps) {
     r.weight_bytes += st.kernel->weight_bytes();
+    r.weight_bytes_per_device[st.backend->device().str()] += st.kernel->weight_bytes();
     r.steps_per_backend[st.backend->name()]++;
     if (std::string(st.backend->name()) != "ref" && st.node >= 0) r.accelerated_steps++;
     if (st.node >= 0) r.flops += node_flops(g_.nodes[st.node], infos_);
@@ -673,7 +674,10 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
       std::fprintf(stderr, "infera: %s -> %s %s\n", n.label().c_str(), st.backend->name(),
                    st.kernel->impl_name().c_str());
   }
-  for (const PlanArena& a : p->arenas) r.scratch_bytes += a.scratch_bytes;
+  for (const PlanArena& a : p->arenas) {
+    r.scratch_bytes += a.scratch_bytes;
+    r.scratch_bytes_per_device[a.device.str()] += a.scratch_bytes;
+  }
   for (int v : g_.outputs) {
     std::vector<int64_t> d;
     for (const Dim& dim : infos_[v].shape.dims) d.push_back(dim.value);

@@ -35,6 +35,7 @@ struct BenchRow {
   size_t planned_bytes = 0;       // arena + weights + scratch as planned
   size_t session_bytes = 0;       // Session::allocated_bytes() after the timed runs
   size_t io_bytes = 0;            // input and output tensors held by the benchmark
+  size_t device_bytes = 0;        // GPU: arena + scratch + weights of one run context, + device I/O
   size_t peak_rss_bytes = 0;      // the process's high-water mark after this batch (getrusage)
   std::vector<NodeTime> profile;  // sorted, slowest first (all nodes; the report shows the top)
   size_t profiled_runs = 0;

@@ -90,6 +90,12 @@ std::string bench_one(Session& s, const ResolvedShapes& shapes, const std::map<s
   auto rep = s.prepare(shapes.dims);
   if (!rep.is_ok()) return rep.message();
   row.build_ms = rep.value().build_ms;
+  const std::string dname = s.options().device.str();
+  if (s.options().device.is_gpu()) {  // what one run context holds on the device
+    const auto& r = rep.value();
+    auto at = [&](const std::map<std::string, size_t>& m) { return m.count(dname) ? m.at(dname) : size_t(0); };
+    row.device_bytes = at(r.arena_bytes_per_device) + at(r.scratch_bytes_per_device) + at(r.weight_bytes_per_device);
+  }
   row.planned_bytes = rep.value().arena_bytes + rep.value().weight_bytes + rep.value().scratch_bytes;
   auto in = make_inputs(s, shapes, files, seed);
   if (!in.is_ok()) return in.message();
@@ -104,7 +110,10 @@ std::string bench_one(Session& s, const ResolvedShapes& shapes, const std::map<s
       t = d.take();
     }
   }
-  for (auto& [n, t] : inputs) row.io_bytes += t.nbytes();
+  for (auto& [n, t] : inputs) {
+    row.io_bytes += t.nbytes();
+    if (device_io) row.device_bytes += t.nbytes();
+  }
 
   // Outputs written in place; a data-dependent output shape is learned from one untimed run.
   std::vector<Tensor> outs;
@@ -123,7 +132,10 @@ std::string bench_one(Session& s, const ResolvedShapes& shapes, const std::map<s
       outs.push_back(t.take());
     }
   }
-  for (const Tensor& t : outs) row.io_bytes += t.nbytes();
+  for (const Tensor& t : outs) {
+    row.io_bytes += t.nbytes();
+    if (device_io) row.device_bytes += t.nbytes();
+  }
 
   for (int i = 0; i < warmup; ++i) {
     if (progress) fprintf(stderr, "batch %lld: warmup %d/%d   \r", static_cast<long long>(row.batch), i + 1, warmup);
@@ -280,8 +292,11 @@ int cmd_bench(int argc, char** argv) {
             meta.precision.c_str(), meta.backends.c_str(), opts.optimize ? "on" : "off");
     fprintf(out, "threads    %d%s\n", meta.threads, opts.num_threads > 0 ? "" : " (all logical cores)");
     if (opts.device.is_gpu())
-      fprintf(out, "timing     device events on the run's GPU stream (host wall clock in the JSON); inputs "
-                   "and outputs on the %s\n",
+      fprintf(out,
+              "timing     device events on the run's GPU stream (host wall clock in the JSON); inputs "
+              "and outputs on the %s\n"
+              "           device memory (planned, one run context: arena + scratch + weights + device I/O) "
+              "in the JSON as device_memory_bytes\n",
               io == "device" ? "device (no host transfers)" : "host (transfers included)");
     if (iters)
       fprintf(out, "runs       %d warmup, then %d timed runs per batch\n", warmup, iters);

@@ -186,13 +186,17 @@ class ConvertKernel : public GpuKernel {
     TensorRef& y = ctx.out(0);
     gpuStream_t s = stream(ctx);
     const size_t plain_bytes = format_bytes(Format::kPlain, vi_.dtype, dims_);
+    // A caller may hand the "host" side in device memory (device-resident inputs and outputs):
+    // then the layout change reads or writes it directly, with no staging copy.
     if (r_.from_device.is_cpu()) {  // upload
+      if (needs_staging_ && gpuIsDevicePointer(x.data)) return transform(Format::kPlain, r_.to, x.data, y.data, s);
       void* dst = needs_staging_ ? ctx.res.scratch : y.data;
       if (plain_bytes) INFERA_GPU_OK("gpu: upload '" + ctx.node.name + "'", copy(dst, x.data, plain_bytes, s));
       if (needs_staging_) return transform(Format::kPlain, r_.to, dst, y.data, s);
       return Status::ok();
     }
     if (r_.to_device.is_cpu()) {  // download
+      if (needs_staging_ && gpuIsDevicePointer(y.data)) return transform(r_.from, Format::kPlain, x.data, y.data, s);
       const void* src = x.data;
       if (needs_staging_) {
         Status st = transform(r_.from, Format::kPlain, x.data, ctx.res.scratch, s);
