@@ -5,12 +5,6 @@
 #include "ops/tensor_ops.h"
 
 namespace infera {
-namespace {
-
-// One sliced axis after clamping: the first index, the step and the element count.
-struct AxisSlice {
-  int64_t start = 0, step = 1, count = 0;
-};
 
 AxisSlice clamp_slice(int64_t dim, int64_t start, int64_t end, int64_t step) {
   AxisSlice s;
@@ -32,6 +26,8 @@ AxisSlice clamp_slice(int64_t dim, int64_t start, int64_t end, int64_t step) {
   if (s.count <= 1) s.step = 1;  // keeps huge steps out of stride products
   return s;
 }
+
+namespace {
 
 class SliceKernel : public OpKernel {
  public:

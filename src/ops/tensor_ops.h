@@ -28,6 +28,13 @@ class ConcatOp : public OpKernel {
   int64_t axis_;
 };
 
+// One sliced axis of ONNX Slice after clamping: the first index, the step and the element count
+// (step 1 when count <= 1). Shared by the reference kernel and the GPU's strided copies.
+struct AxisSlice {
+  int64_t start = 0, step = 1, count = 0;
+};
+AxisSlice clamp_slice(int64_t dim, int64_t start, int64_t end, int64_t step);
+
 // out[i] = in[offset + sum_k idx_k(i) * in_strides[k]] for i over out_dims in row-major order;
 // elements are esize bytes, strides and offset count elements (strides may be 0 or negative).
 void strided_copy(const void* in, void* out, size_t esize, std::vector<int64_t> out_dims,

@@ -281,6 +281,7 @@ class GpuBackend : public Backend {
         return Support::no("the GPU writes float32 values of known shape");
     const Family* f = conv_family(req);
     if (!f) f = ops_family(req);
+    if (!f) f = memops_family(req);
     if (!f) return Support::no("no GPU kernel for this op");
     return f->query(cfg_, req);
   }
@@ -288,6 +289,7 @@ class GpuBackend : public Backend {
   Result<std::unique_ptr<StepKernel>> create(const StepRequest& req) const override {
     const Family* f = conv_family(req);
     if (!f) f = ops_family(req);
+    if (!f) f = memops_family(req);
     if (!f || !f->query(cfg_, req).ok) return std::unique_ptr<StepKernel>();
     return f->create(cfg_, req);
   }

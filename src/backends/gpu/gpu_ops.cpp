@@ -1,6 +1,7 @@
 // The GPU's other ops: pooling, BatchNormalization, activations and binary ops (one fused
 // pointwise kernel each, broadcasts as strides), Concat along channels, Softmax, and the ops that
-// only reinterpret bytes (Reshape, Flatten, Squeeze, Unsqueeze).
+// only reinterpret bytes (Reshape, Flatten, Squeeze, Unsqueeze). Copies, LayerNorm and
+// reductions: gpu_memops.cpp.
 #include <cmath>
 #include <cstring>
 
@@ -520,7 +521,10 @@ const Family* ops_family(const StepRequest& req) {
   if (dynamic_cast<const BatchNormOp*>(op)) return &bn;
   if (dynamic_cast<const ActivationOp*>(op) || dynamic_cast<const ClipOp*>(op) || dynamic_cast<const BinaryOp*>(op))
     return &pw;
-  if (dynamic_cast<const ConcatOp*>(op)) return &cat;
+  if (dynamic_cast<const ConcatOp*>(op)) {  // along channels of 4-D: one kernel; else gpu_memops.cpp
+    std::vector<int> chans;
+    return plan_concat(req, chans) ? &cat : nullptr;
+  }
   if (dynamic_cast<const SoftmaxOp*>(op)) return &sm;
   if (onnx_op(req, "Reshape") || onnx_op(req, "Flatten") || onnx_op(req, "Squeeze") || onnx_op(req, "Unsqueeze"))
     return &rs;

@@ -87,7 +87,7 @@ INFERA_GPU_ACT_FN float act_apply(const ActParams& a, float x) {
     case kActHardSwish: return x * act_clamp01(x / 6.f + 0.5f);
     case kActElu: return x < 0.f ? al * (expf(x) - 1.f) : x;
     case kActSelu: return x <= 0.f ? be * (al * expf(x) - al) : be * x;
-    case kActCelu: return (x > 0.f ? x : 0.f) + (x < 0.f ? al * (expf(x / al) - 1.f) : 0.f);
+    case kActCelu: return x < 0.f ? al * (expf(x / al) - 1.f) : x;  // NaN stays NaN, as the reference
     case kActSoftplus: return act_softplus(x);
     case kActSoftsign: return x / (1.f + fabsf(x));
     case kActSwish: return x * act_sigmoid(al * x);
