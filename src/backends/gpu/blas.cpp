@@ -102,6 +102,7 @@ class DeviceScope {
 struct Cache {
   std::mutex m;
   std::map<int, cublasLtHandle_t> handles;  // one per device, never destroyed (plans refer to it)
+  std::map<int, void*> dummy_bias;          // a device pointer for the heuristics query (never read)
   std::map<std::string, std::pair<std::vector<VendorCandidate>, std::string> > entries;
 };
 Cache& cache() {
@@ -171,10 +172,11 @@ std::string key_of(const GemmShape& s, bool bias, const Activation& a, bool tf32
 // Builds the layouts once, asks the heuristics, and makes one candidate per usable algorithm.
 std::vector<VendorCandidate> build_candidates(const GemmShape& s, bool bias, const Activation& act, bool tf32,
                                               int device, const BlasResidual& res, cublasLtHandle_t h,
-                                              std::string& why) {
+                                              const void* dummy_bias, std::string& why) {
   std::vector<VendorCandidate> out;
   const size_t bias_scratch = bias && s.dtype == DType::kF16 ? round_up(static_cast<size_t>(s.n) * 2, kAlign) : 0;
-  std::vector<cublasLtMatmulHeuristicResult_t> results(kHeuristicRequests);
+  // A plain array: nvcc 13's front end asserts on std::vector<cublasLtMatmulHeuristicResult_t> in C++20.
+  cublasLtMatmulHeuristicResult_t results[kHeuristicRequests] = {};
   int found = 0;
   // A template plan: every candidate shares its layouts' values but owns its own descriptors.
   auto make_plan = [&](std::shared_ptr<BlasPlan>& p, std::string& err) {
@@ -214,7 +216,7 @@ std::vector<VendorCandidate> build_candidates(const GemmShape& s, bool bias, con
   std::shared_ptr<BlasPlan> tmpl;
   if (!make_plan(tmpl, why)) return out;
   cublasLtMatmulDescOpaque_t mem;
-  cublasStatus_t st = init_desc(*tmpl, mem, nullptr);
+  cublasStatus_t st = init_desc(*tmpl, mem, bias ? dummy_bias : nullptr);
   if (st != CUBLAS_STATUS_SUCCESS) return why = lt_error("matmul descriptor", st), out;
   cublasLtMatmulPreference_t pref = nullptr;
   st = cublasLtMatmulPreferenceCreate(&pref);
@@ -227,11 +229,11 @@ std::vector<VendorCandidate> build_candidates(const GemmShape& s, bool bias, con
     if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, a, &align, sizeof align);
   if (st == CUBLAS_STATUS_SUCCESS)
     st = cublasLtMatmulAlgoGetHeuristic(h, &mem, tmpl->la.get(), tmpl->lb.get(), tmpl->lc.get(), tmpl->ld.get(), pref,
-                                        kHeuristicRequests, results.data(), &found);
+                                        kHeuristicRequests, results, &found);
   (void)cublasLtMatmulPreferenceDestroy(pref);
   if (st != CUBLAS_STATUS_SUCCESS) return why = lt_error("heuristics", st), out;
   for (int i = 0; i < found && static_cast<int>(out.size()) < kMaxCandidates; ++i) {
-    const cublasLtMatmulHeuristicResult_t& r = results[static_cast<size_t>(i)];
+    const cublasLtMatmulHeuristicResult_t& r = results[i];
     if (r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > kLtMaxWorkspace) continue;
     std::string name = algo_name(r.algo);
     bool dup = false;
@@ -275,7 +277,11 @@ std::vector<VendorCandidate> blas_gemm_candidates(const GemmShape& s, bool bias,
   };
   const Status chk = gemm_check(s);
   if (!chk.ok()) return no(std::string("cublaslt: ") + chk.error);
-  if (!blas_fuses(act)) return no(std::string("cublaslt: no fused ") + activation_name(act.kind));
+  if (!blas_fuses(act)) {
+    char buf[64];  // (the kind's number: the kernel library does not link the activation table's names)
+    std::snprintf(buf, sizeof buf, "cublaslt: activation kind %d is not fused", static_cast<int>(act.kind));
+    return no(buf);
+  }
   if (s.dtype != DType::kF32) tf32 = false;
   BlasResidual res = residual;
   if (!res.present) res.ldr = res.stride_r = 0;
@@ -298,7 +304,9 @@ std::vector<VendorCandidate> blas_gemm_candidates(const GemmShape& s, bool bias,
     }
     if (h != c.handles.end()) {
       DeviceScope scope(device);
-      cands = build_candidates(s, bias, act, tf32, device, res, h->second, msg);
+      void*& dummy = c.dummy_bias[device];
+      if (!dummy && cudaMalloc(&dummy, 256) != cudaSuccess) dummy = nullptr, (void)cudaGetLastError();
+      cands = build_candidates(s, bias, act, tf32, device, res, h->second, dummy, msg);
     }
     it = c.entries.emplace(key, std::make_pair(std::move(cands), std::move(msg))).first;
   }

@@ -7,7 +7,8 @@
 // bias [K] fp32, z (residual) output-shaped in the output dtype, y = act(conv(x) + bias + z).
 // fp16 storage computes in fp32; fp32 runs in full fp32 unless tf32 is asked (then cuDNN may use
 // TF32 tensor cores). Engines that down-convert inputs or reduce in fp16 are never offered; for fp32
-// without TF32, neither are tensor-core (TF32) nor FFT engines.
+// without TF32, neither are tensor-core (TF32) nor FFT engines; for fp32 with any tensor a channel
+// slice, no runtime-compiled engine (one gave wrong results there: see notes_ok in dnn.cpp).
 //
 // Without CUDA (the HIP build) or when cuDNN cannot start on the device, there are no candidates.
 // Thread safety: every function may be called from several threads at once. Plans are built once
