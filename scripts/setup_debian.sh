@@ -7,14 +7,23 @@
 # and must keep Debian's numpy 1.x; the PyPI packages (numpy 2, latest onnx, onnxruntime) go to
 #   - the python3 on PATH, when that is not /usr/bin/python3 (pyenv, CI images), or else
 #   - a virtual environment in .venv (fresh Debian), which scripts/test_all.sh then uses.
-# Usage: bash scripts/setup_debian.sh [--upgrade]   (--upgrade: pip-upgrade to the latest wheels)
+# Usage: bash scripts/setup_debian.sh [--upgrade]
+#   --upgrade: pip-upgrade to the latest wheels. hipcc and the HIP runtime (Debian 12's ROCm 5.2)
+#   are installed for the test suite's HIP build (-DINFERA_GPU=hip, compile only: no AMD GPU); the
+#   CUDA build needs the CUDA toolkit (nvcc), which is not a Debian package: without it that build is
+#   reported as skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 upgrade=""
-[ "${1:-}" = "--upgrade" ] && upgrade="--upgrade"
 log=$(mktemp -t infera-setup-XXXXXX.log)
 fail() { echo "setup_debian.sh: $1 (log: $log)" >&2; tail -n 20 "$log" >&2; exit 1; }
+for arg in "$@"; do
+  case "$arg" in
+    --upgrade) upgrade="--upgrade" ;;
+    *) fail "unknown argument $arg (--upgrade)" ;;
+  esac
+done
 
 APT_PACKAGES=(
   cmake g++ make git pkg-config ccache clang-format
@@ -22,6 +31,7 @@ APT_PACKAGES=(
   ocl-icd-opencl-dev opencl-headers
   libonnx-testdata
   python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-matplotlib python3-venv
+  hipcc libamdhip64-dev rocm-device-libs
 )
 # Pinned: the conformance suite generates node tests from this onnx wheel, and a newer one brings
 # newer opsets; the benchmark records the ORT version it ran against.

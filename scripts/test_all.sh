@@ -3,7 +3,7 @@
 # `N passed, M failed`; the last line sums them. Exit 0 iff the build worked and nothing failed.
 #
 # Usage: bash scripts/test_all.sh [--no-setup] [--no-build] [--only SUITE,...] [--jobs N]
-#   suites: format unit conformance models badinput cli install   (default: all, in that order)
+#   suites: format unit conformance models badinput cli install gpu   (default: all, in that order)
 # Env: MODELS_DIR (default models: exported ONNX models, kept between runs), BUILD_DIR (build),
 #      PYTHON (the Python with PyPI onnxruntime/onnx/numpy; default .venv/bin/python if setup made
 #      one, else python3), TORCH_PYTHON (default /usr/bin/python3: Debian's torch, for the exports).
@@ -84,9 +84,9 @@ finish() {
 
 mkdir -p "$LOG_DIR"
 if [ "$build" = 1 ]; then
-  echo "=== build: cmake -S . -B $BUILD_DIR -DCMAKE_BUILD_TYPE=Release && cmake --build $BUILD_DIR -j$jobs"
+  echo "=== build: cmake -S . -B $BUILD_DIR -DCMAKE_BUILD_TYPE=Release -DINFERA_WERROR=ON && cmake --build $BUILD_DIR -j$jobs"
   t0=$(date +%s)
-  if cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >"$LOG_DIR/build.log" 2>&1 \
+  if cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DINFERA_WERROR=ON >"$LOG_DIR/build.log" 2>&1 \
      && cmake --build "$BUILD_DIR" -j"$jobs" >>"$LOG_DIR/build.log" 2>&1; then
     summary+=("$(printf '%-12s %-41s %5ds' build ok $(( $(date +%s) - t0 )))")
   else
@@ -160,7 +160,43 @@ format_check() {
   [ "$bad" -eq 0 ]
 }
 
-export -f unit_tests model_tests format_check  # so that `timeout bash -c` can run them
+# shellcheck disable=SC2317
+# GPU builds (compile only: no GPU here): -DINFERA_GPU=cuda and hip, warnings as errors; their
+# unit tests run and report the GPU cases as skipped; the kernel tests exit 77 (skipped) without
+# a GPU. No nvcc on this machine: the CUDA build is skipped, visibly.
+gpu_builds() {
+  local p=0 f=0 sk=0 flavor dir out n
+  for flavor in cuda hip; do
+    dir=${BUILD_DIR}-$flavor
+    if [ "$flavor" = cuda ] && ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+      echo "SKIP cuda build: no nvcc on this machine"; sk=$((sk + 1)); continue
+    fi
+    [ "$flavor" = cuda ] && ! command -v nvcc >/dev/null && export PATH=/usr/local/cuda/bin:$PATH
+    if cmake -S . -B "$dir" -DINFERA_GPU=$flavor -DINFERA_WERROR=ON -DCMAKE_BUILD_TYPE=Release >"$LOG_DIR/build-$flavor.log" 2>&1 \
+       && cmake --build "$dir" -j"$jobs" >>"$LOG_DIR/build-$flavor.log" 2>&1; then
+      echo "PASS $flavor build (warnings as errors)"; p=$((p + 1))
+    else
+      echo "FAIL $flavor build: $(grep -m 3 -E 'error' "$LOG_DIR/build-$flavor.log")"; f=$((f + 1)); continue
+    fi
+    out=$("$dir/infera_unit_tests" --gtest_brief=1 2>&1); n=$?
+    if [ $n -eq 0 ]; then
+      echo "PASS $flavor unit tests ($(grep -m1 -o 'GPU cases skipped: .*' <<<"$out" || echo 'GPU cases ran'))"
+      p=$((p + 1))
+    else
+      echo "FAIL $flavor unit tests: $(tail -n 5 <<<"$out")"; f=$((f + 1))
+    fi
+    if [ -x "$dir/infera_gpu_kernel_tests" ]; then
+      out=$("$dir/infera_gpu_kernel_tests" 2>&1); n=$?
+      if [ $n -eq 77 ]; then echo "SKIP $flavor kernel tests: $(tail -n 1 <<<"$out")"; sk=$((sk + 1))
+      elif [ $n -eq 0 ]; then echo "PASS $flavor kernel tests"; p=$((p + 1))
+      else echo "FAIL $flavor kernel tests: $(tail -n 3 <<<"$out")"; f=$((f + 1)); fi
+    fi
+  done
+  echo "$p passed, $f failed, $sk skipped"
+  [ "$f" -eq 0 ]
+}
+
+export -f unit_tests model_tests format_check gpu_builds  # so that `timeout bash -c` can run them
 wanted format && run_suite format 300 bash -c format_check
 wanted unit && run_suite unit 1800 bash -c unit_tests
 wanted conformance && run_suite conformance 1800 bash tests/conformance/run_conformance.sh
@@ -168,4 +204,5 @@ wanted models && run_suite models 2400 bash -c model_tests
 wanted badinput && run_suite badinput 900 "$PYTHON" tests/badinput/run_bad_inputs.py --infera "$INFERA"
 wanted cli && run_suite cli 900 "$PYTHON" tests/cli/test_cli.py --infera "$INFERA"
 wanted install && run_suite install 900 bash tests/install/test_install.sh "$BUILD_DIR" "$MODELS_DIR/squeezenet1_1.onnx"
+wanted gpu && run_suite gpu 2400 bash -c gpu_builds
 finish

@@ -163,6 +163,9 @@ class Tensor {
   // Wraps external memory without copying; the caller keeps it alive. On a GPU device, data
   // is a device pointer (sessions on that device read and write it in place).
   static Tensor view(DataType dtype, std::vector<int64_t> dims, void* data, Device device = Device::cpu());
+  // Allocates an (uninitialized) tensor on a device: GPU memory through that device's backend,
+  // host memory for the CPU (zeroed, as make()). kUnsupported without a GPU backend or device.
+  static Result<Tensor> make_on(Device device, DataType dtype, std::vector<int64_t> dims);
 
   DataType dtype() const { return dtype_; }
   const std::vector<int64_t>& dims() const { return dims_; }
@@ -231,6 +234,9 @@ struct StepTiming {
 struct RunOptions {
   // When set, filled with one entry per executed step, in execution order (cleared first).
   std::vector<StepTiming>* profile = nullptr;
+  // When set, the device time of the run from events on its GPU stream (copies included),
+  // or -1 for a run that has no GPU work.
+  double* device_ms = nullptr;
 };
 
 // A symbolic dim has value -1 and a name ("batch"); an unknown dim has value -1 and no name.
@@ -281,7 +287,9 @@ struct PlanReport {
   size_t naive_bytes = 0;                                // sum of all activation sizes without reuse
   size_t weight_bytes = 0;                               // constants, including weights reordered by backends
   size_t scratch_bytes = 0;                              // backend scratch per run context (e.g. oneDNN scratchpads)
-  std::map<std::string, size_t> arena_bytes_per_device;  // "cpu" -> bytes
+  std::map<std::string, size_t> arena_bytes_per_device;   // "cpu" -> bytes
+  std::map<std::string, size_t> scratch_bytes_per_device;  // per run context
+  std::map<std::string, size_t> weight_bytes_per_device;   // held by the step kernels (reordered, uploaded)
   size_t steps = 0;                                      // steps executed per run
   size_t accelerated_steps = 0;                          // steps run by a backend other than "ref"
   size_t inserted_steps = 0;                             // copies / reorders / casts
@@ -335,6 +343,9 @@ class Session {
   explicit Session(std::unique_ptr<SessionImpl> impl);
   std::unique_ptr<SessionImpl> impl_;
 };
+
+// Copies src into dst (same dtype and dims) between host and device memory, either way.
+Status copy_tensor(const Tensor& src, Tensor& dst);
 
 // Tensor files: .npy (v1-3, little-endian, C order) and ONNX TensorProto (.pb).
 Result<Tensor> load_tensor_file(const std::string& path);

@@ -87,11 +87,23 @@ class StepKernel {
 };
 
 // A device queue. The CPU backends have none (execution is synchronous).
+// A device queue. The CPU backends have none (execution is synchronous). A stream may record
+// the work enqueued on it into a graph and replay it (GPU graphs): begin_capture(), the steps,
+// end_capture(); then replay() does the same work again at a fraction of the launch cost.
 class Stream {
  public:
   virtual ~Stream() = default;
   virtual Status synchronize() = 0;
   virtual void* native() = 0;  // the vendor handle (a gpuStream_t)
+  virtual bool can_capture() const { return false; }
+  virtual Status begin_capture() { return Status::error(StatusCode::kUnsupported, "no graph capture"); }
+  virtual Status end_capture() { return Status::error(StatusCode::kUnsupported, "no graph capture"); }
+  virtual Status replay() { return Status::error(StatusCode::kUnsupported, "no graph capture"); }
+  virtual bool has_graph() const { return false; }
+  virtual void drop_graph() {}
+  // Device time between time_begin() and time_end() (events on the stream; time_end waits).
+  virtual Status time_begin() { return Status::error(StatusCode::kUnsupported, "no device timer"); }
+  virtual Result<double> time_end() { return Status::error(StatusCode::kUnsupported, "no device timer"); }
 };
 
 // A value moved between formats and/or devices: the planner's reorder / copy steps.
@@ -129,6 +141,13 @@ class Backend {
   virtual size_t alignment() const { return 64; }
   virtual Result<void*> allocate(size_t bytes) const;
   virtual void deallocate(void* p) const;
+  // Host memory that this backend's device copies from and to at full speed, and that may be
+  // used inside a captured graph (pinned memory on GPUs; plain host memory by default).
+  virtual bool pins_host_memory() const { return false; }
+  virtual Result<void*> allocate_host(size_t bytes) const;
+  virtual void deallocate_host(void* p) const;
+  // Copies bytes between any two places this backend's device can reach (host or device).
+  virtual Status copy(void* dst, const void* src, size_t bytes) const;
   virtual std::unique_ptr<Stream> make_stream() const { return nullptr; }
 };
 

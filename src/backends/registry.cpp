@@ -1,6 +1,7 @@
 // The backends of this build, and the host memory every CPU backend shares. Adding a backend:
 // one line in backends() below (and its folder).
 #include <cstdlib>
+#include <cstring>
 
 #include "backends/backend.h"
 #include "backends/cpu/dnnl_backend.h"
@@ -19,6 +20,20 @@ Result<void*> Backend::allocate(size_t bytes) const {
 }
 
 void Backend::deallocate(void* p) const { std::free(p); }
+
+Result<void*> Backend::allocate_host(size_t bytes) const {
+  void* p = std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64));
+  if (!p)
+    return Status::error(StatusCode::kOutOfMemory, "out of host memory allocating " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+void Backend::deallocate_host(void* p) const { std::free(p); }
+
+Status Backend::copy(void* dst, const void* src, size_t bytes) const {
+  if (bytes) std::memcpy(dst, src, bytes);
+  return Status::ok();
+}
 
 namespace {
 

@@ -51,6 +51,8 @@ struct PlanStep {
 struct PlanArena {
   Device device;
   const Backend* allocator = nullptr;  // the first backend of that device in the list
+  // Host arenas of plans with a GPU: pinned by that backend (full-speed copies, graph capture).
+  const Backend* pinner = nullptr;
   size_t bytes = 0;
   size_t scratch_bytes = 0;
   size_t alignment = 64;
@@ -62,7 +64,13 @@ struct Plan {
   std::vector<PlanStep> steps;                           // in execution order
   std::vector<int> inputs;                               // per graph input: plan value id
   std::vector<int> outputs;                              // per graph output: plan value id (host, plain)
-  std::vector<PlanArena> arenas;                         // one per device with arena values
+  std::vector<PlanArena> arenas;  // one per device that has values or steps
+  // GPU plans: every step on one device, none dynamic: the run may be captured into a graph.
+  bool graphable = false;
+  SessionOptions::GraphMode graph_mode = SessionOptions::GraphMode::kAuto;
+  // Per graph input / output: whether the caller may hand a tensor on the plan's device (its only
+  // readers / its writer are conversion steps that copy from or to anywhere).
+  std::vector<char> input_on_device, output_on_device;
   size_t scratch_bytes = 0;                              // host scratch per run context: the largest step's need
   std::vector<std::shared_ptr<const Backend>> backends;  // keeps the step backends alive
   int num_threads = 1;
@@ -74,6 +82,7 @@ struct Plan {
 struct PlanOptions {
   std::vector<std::shared_ptr<const Backend>> backends;  // priority order; one must run dynamic steps
   int num_threads = 1;
+  SessionOptions::GraphMode graph_mode = SessionOptions::GraphMode::kAuto;
   int verbose = 0;
   PerfDb* perf_db = nullptr;
 };

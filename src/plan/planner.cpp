@@ -566,6 +566,9 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
   for (size_t v = 0; v < np; ++v)
     if (p->values[v].home == PlanValue::Home::kArena) naive += (std::max<size_t>(p->values[v].bytes, 1) + 63) / 64 * 64;
   // One arena per device, made by the first backend of that device.
+  const Backend* pinner = nullptr;
+  for (const auto& b : o_.backends)
+    if (b->pins_host_memory() && !pinner) pinner = b.get();
   auto arena_for = [&](Device d) -> Result<int> {
     for (size_t i = 0; i < p->arenas.size(); ++i)
       if (p->arenas[i].device == d) return static_cast<int>(i);
@@ -575,6 +578,7 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
       if (b->device() == d && !pa.allocator) pa.allocator = b.get();
     if (!pa.allocator) return Status::error(StatusCode::kInternal, "no backend allocates on " + d.str());
     pa.alignment = std::max<size_t>(64, pa.allocator->alignment());
+    if (d.is_cpu()) pa.pinner = pinner;
     p->arenas.push_back(pa);
     return static_cast<int>(p->arenas.size() - 1);
   };
@@ -615,6 +619,27 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
                                                        std::to_string(host_memory_bytes() >> 20) +
                                                        " MiB; use a smaller batch");
 
+  // Graph capture and device-resident inputs / outputs.
+  p->graph_mode = o_.graph_mode;
+  p->graphable = !p->steps.empty();
+  for (const PlanStep& st : p->steps)
+    p->graphable = p->graphable && !st.dynamic && !st.backend->device().is_cpu() &&
+                   st.backend->device() == p->steps[0].backend->device();
+  for (int v : p->inputs) {
+    bool ok = true, read = false;
+    for (const PlanStep& st : p->steps)
+      for (int x : st.inputs)
+        if (x == v) read = true, ok = ok && st.node < 0 && !st.backend->device().is_cpu();
+    p->input_on_device.push_back(ok && read);
+  }
+  for (int v : p->outputs) {
+    bool ok = false;
+    for (const PlanStep& st : p->steps)
+      for (int y : st.outputs)
+        if (y == v) ok = st.node < 0 && !st.backend->device().is_cpu();
+    p->output_on_device.push_back(ok);
+  }
+
   // Report.
   PlanReport& r = p->report;
   r.naive_bytes = naive;
@@ -627,6 +652,7 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
     if (g_.values[v].constant) r.weight_bytes += g_.values[v].constant->nbytes();
   for (const PlanStep& st : p->steps) {
     r.weight_bytes += st.kernel->weight_bytes();
+    r.weight_bytes_per_device[st.backend->device().str()] += st.kernel->weight_bytes();
     r.steps_per_backend[st.backend->name()]++;
     if (std::string(st.backend->name()) != "ref" && st.node >= 0) r.accelerated_steps++;
     if (st.node >= 0) r.flops += node_flops(g_.nodes[st.node], infos_);
@@ -648,7 +674,10 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
       std::fprintf(stderr, "infera: %s -> %s %s\n", n.label().c_str(), st.backend->name(),
                    st.kernel->impl_name().c_str());
   }
-  for (const PlanArena& a : p->arenas) r.scratch_bytes += a.scratch_bytes;
+  for (const PlanArena& a : p->arenas) {
+    r.scratch_bytes += a.scratch_bytes;
+    r.scratch_bytes_per_device[a.device.str()] += a.scratch_bytes;
+  }
   for (int v : g_.outputs) {
     std::vector<int64_t> d;
     for (const Dim& dim : infos_[v].shape.dims) d.push_back(dim.value);

@@ -29,6 +29,14 @@ class OmpThreads {
   int prev_, n_;
 };
 
+int env_verbose() {
+  static const int v = [] {
+    const char* e = std::getenv("INFERA_VERBOSE");
+    return e && *e ? std::atoi(e) : 0;
+  }();
+  return v;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RunContext>> RunContext::make(std::shared_ptr<const Plan> plan) {
@@ -39,7 +47,8 @@ Result<std::unique_ptr<RunContext>> RunContext::make(std::shared_ptr<const Plan>
     rc->arenas_.push_back(nullptr);
     rc->scratch_.push_back(nullptr);
     rc->streams_.push_back(a.allocator->make_stream());
-    auto mem = a.allocator->allocate(std::max<size_t>(a.bytes, 1));
+    auto mem = a.pinner ? a.pinner->allocate_host(std::max<size_t>(a.bytes, 1))
+                        : a.allocator->allocate(std::max<size_t>(a.bytes, 1));
     if (!mem.is_ok()) return mem.status();
     rc->arenas_.back() = mem.value();
     rc->allocated_ += a.bytes;
@@ -49,6 +58,7 @@ Result<std::unique_ptr<RunContext>> RunContext::make(std::shared_ptr<const Plan>
       rc->scratch_.back() = scratch.value();
       rc->allocated_ += a.scratch_bytes;
     }
+    if (a.pinner) rc->pinner_ = a.pinner;
   }
   rc->refs_.resize(p.values.size());
   rc->dynamic_.resize(p.values.size());
@@ -72,7 +82,7 @@ Result<std::unique_ptr<RunContext>> RunContext::make(std::shared_ptr<const Plan>
     rc->step_in_.push_back(std::move(in));
     rc->step_out_.push_back(std::move(out));
   }
-  // Graph outputs that an arena step writes (once) go straight into the caller's buffer.
+  // Graph outputs that an arena step writes (once) may go straight into the caller's buffer.
   rc->direct_.assign(p.outputs.size(), 0);
   rc->bound_.assign(p.outputs.size(), 0);
   for (size_t i = 0; i < p.outputs.size(); ++i) {
@@ -81,6 +91,19 @@ Result<std::unique_ptr<RunContext>> RunContext::make(std::shared_ptr<const Plan>
     for (size_t j = 0; j < p.outputs.size(); ++j) once = once && (j == i || p.outputs[j] != v);
     rc->direct_[i] = v >= 0 && once && p.values[v].home == PlanValue::Home::kArena;
   }
+  // Graphs read host inputs from pinned copies at fixed addresses.
+  rc->staging_.assign(p.inputs.size(), nullptr);
+  if (p.graphable && p.graph_mode != SessionOptions::GraphMode::kOff && rc->pinner_) {
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      const PlanValue& pv = p.values[p.inputs[i]];
+      const size_t bytes = pv.info.shape.fully_known() ? static_cast<size_t>(pv.info.shape.numel()) * dtype_size(pv.info.dtype) : 0;
+      auto s = rc->pinner_->allocate_host(std::max<size_t>(bytes, 1));
+      if (!s.is_ok()) return s.status();
+      rc->staging_[i] = s.value();
+      rc->allocated_ += bytes;
+    }
+  }
+  rc->key_.assign(p.inputs.size() + p.outputs.size(), nullptr);
   return rc;
 }
 
@@ -89,9 +112,22 @@ RunContext::~RunContext() {
   for (auto& s : streams_)
     if (s) (void)s->synchronize();  // nothing may still write into the memory freed below
   for (size_t a = 0; a < arenas_.size(); ++a) {
-    if (arenas_[a]) p.arenas[a].allocator->deallocate(arenas_[a]);
+    if (arenas_[a]) {
+      if (p.arenas[a].pinner)
+        p.arenas[a].pinner->deallocate_host(arenas_[a]);
+      else
+        p.arenas[a].allocator->deallocate(arenas_[a]);
+    }
     if (scratch_[a]) p.arenas[a].allocator->deallocate(scratch_[a]);
   }
+  for (void* s : staging_)
+    if (s) pinner_->deallocate_host(s);
+}
+
+bool RunContext::graph_captured() const {
+  for (const auto& s : streams_)
+    if (s && s->has_graph()) return true;
+  return false;
 }
 
 // Shapes depend on values: infer again with every input known, then allocate the outputs.
@@ -128,42 +164,53 @@ Status RunContext::run_dynamic(size_t s) {
   return Status::ok();
 }
 
-Status RunContext::run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
-                       std::vector<StepTiming>* timings) {
+Status RunContext::sync_devices() {
+  for (auto& stream : streams_)
+    if (stream) {
+      Status s = stream->synchronize();
+      if (!s.is_ok()) return s;
+    }
+  return Status::ok();
+}
+
+Status RunContext::run_steps(bool capturing, std::vector<StepTiming>* timings) {
   const Plan& p = *plan_;
-  if (inputs.size() != p.inputs.size() || outputs.size() != p.outputs.size())
-    return Status::error(StatusCode::kInternal, "run: wrong number of inputs or outputs for the plan");
-  for (size_t i = 0; i < inputs.size(); ++i) refs_[p.inputs[i]].data = const_cast<void*>(inputs[i]->data());
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    bound_[i] = direct_[i] && !outputs[i]->empty() && outputs[i]->nbytes() == refs_[p.outputs[i]].nbytes();
-    if (bound_[i]) refs_[p.outputs[i]].data = outputs[i]->data();
-  }
-  OmpThreads omp_threads(p.num_threads);
   // INFERA_PROFILE=1: time per op kind and implementation, printed after each run.
   static const bool profile = std::getenv("INFERA_PROFILE") != nullptr;
-  const bool timed = profile || timings;
+  const bool timed = !capturing && (profile || timings);
   if (timings) timings->clear();
   std::map<std::string, std::pair<double, int>> by_kind;
-  Status status = Status::ok();
-  for (size_t s = 0; s < p.steps.size() && status.is_ok(); ++s) {
+  bool device_pending = false;  // device work enqueued since the last synchronization
+  for (size_t s = 0; s < p.steps.size(); ++s) {
     const PlanStep& st = p.steps[s];
+    const bool on_device = streams_[st.arena] != nullptr;
+    if (!on_device && device_pending) {  // a host step reads what the device wrote
+      Status sy = sync_devices();
+      if (!sy.is_ok()) return sy;
+      device_pending = false;
+    }
     if (st.dynamic) {
-      status = run_dynamic(s);
-      if (!status.is_ok()) break;
+      Status d = run_dynamic(s);
+      if (!d.is_ok()) return d;
     }
     RunResources res;
     res.scratch = scratch_[st.arena];
     res.scratch_bytes = p.arenas[st.arena].scratch_bytes;
     res.state = states_[s].get();
-    res.stream = streams_[st.arena] ? streams_[st.arena]->native() : nullptr;
-    ComputeContext ctx(p.node_of(st), step_in_[s].data(), step_in_[s].size(), step_out_[s].data(), step_out_[s].size(),
-                       p.num_threads, res);
+    res.stream = on_device ? streams_[st.arena]->native() : nullptr;
+    ComputeContext ctx(p.node_of(st), step_in_[s].data(), step_in_[s].size(), step_out_[s].data(),
+                       step_out_[s].size(), p.num_threads, res);
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    status = st.kernel->run(ctx);
+    Status status = st.kernel->run(ctx);
+    if (!status.is_ok()) return status;
+    device_pending = device_pending || on_device;
     if (timed) {
+      if (on_device) {  // a device step's time: until its work is done
+        Status sy = streams_[st.arena]->synchronize();
+        if (!sy.is_ok()) return sy;
+      }
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (timings)
-        timings->push_back(StepTiming{st.node >= 0 ? ctx.node.name : "", st.op_name, st.backend->name(), ms});
+      if (timings) timings->push_back(StepTiming{st.node >= 0 ? ctx.node.name : "", st.op_name, st.backend->name(), ms});
       if (profile) {
         auto& e = by_kind[st.op_name + " [" + st.backend->name() + "]"];
         e.first += ms;
@@ -171,21 +218,94 @@ Status RunContext::run(const std::vector<const Tensor*>& inputs, const std::vect
       }
     }
   }
-  // Arena pointers back for the outputs bound to caller buffers (a later run may not bind them).
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const PlanValue& pv = p.values[p.outputs[i]];
-    if (bound_[i]) refs_[p.outputs[i]].data = static_cast<char*>(arenas_[pv.arena]) + pv.offset;
-  }
-  for (auto& stream : streams_)  // the host reads device results after this
-    if (stream && status.is_ok()) status = stream->synchronize();
-  if (!status.is_ok()) return status;
-  if (profile) {
+  if (profile && !by_kind.empty()) {
     double total = 0;
     for (auto& [k, e] : by_kind) total += e.first;
     std::fprintf(stderr, "infera profile: %.3f ms in %zu steps\n", total, p.steps.size());
     for (auto& [k, e] : by_kind)
       std::fprintf(stderr, "  %-36s %5d x %10.3f ms %5.1f%%\n", k.c_str(), e.second, e.first, 100 * e.first / total);
   }
+  return Status::ok();
+}
+
+// The first graphed run runs the steps plainly (lazy module loading, first-launch attributes);
+// the next one captures them, later ones replay. A graph is made for the device addresses it
+// reads and writes: new caller device buffers mean a new capture.
+Status RunContext::run_graph(const std::vector<void*>& key) {
+  Stream& stream = *streams_[plan_->steps[0].arena];
+  if (runs_ == 1) return run_steps(false, nullptr);
+  if (stream.has_graph() && key == graph_key_) return stream.replay();
+  stream.drop_graph();
+  Status s = stream.begin_capture();
+  if (s.is_ok()) {
+    Status r = run_steps(true, nullptr);
+    s = stream.end_capture();
+    if (!r.is_ok()) s = r;
+  }
+  if (s.is_ok()) {
+    graph_key_ = key;
+    return stream.replay();
+  }
+  if (plan_->graph_mode == SessionOptions::GraphMode::kOn) return s.prefixed("GPU graph capture: ");
+  if (std::max(env_verbose(), 0) >= 1) std::fprintf(stderr, "infera: GPU graph capture failed, running without: %s\n", s.message().c_str());
+  graph_failed_ = true;
+  stream.drop_graph();
+  return run_steps(false, nullptr);
+}
+
+Status RunContext::run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+                       std::vector<StepTiming>* timings, double* device_ms) {
+  const Plan& p = *plan_;
+  if (inputs.size() != p.inputs.size() || outputs.size() != p.outputs.size())
+    return Status::error(StatusCode::kInternal, "run: wrong number of inputs or outputs for the plan");
+  ++runs_;
+  static const bool profile = std::getenv("INFERA_PROFILE") != nullptr;
+  const bool graph = p.graphable && p.graph_mode != SessionOptions::GraphMode::kOff && !timings && !profile &&
+                     !graph_failed_ && streams_[p.steps[0].arena] && streams_[p.steps[0].arena]->can_capture();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = *inputs[i];
+    void* data = const_cast<void*>(t.data());
+    key_[i] = nullptr;
+    if (!t.device().is_cpu()) {
+      key_[i] = data;  // read in place by the upload step
+    } else if (graph && staging_[i]) {
+      if (t.nbytes()) std::memcpy(staging_[i], data, t.nbytes());
+      data = staging_[i];
+    }
+    refs_[p.inputs[i]].data = data;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& t = *outputs[i];
+    const bool on_device = !t.empty() && !t.device().is_cpu();
+    // Host outputs of a graph stay in the (pinned) arena and are copied after; device outputs
+    // are written by the download step in place.
+    bound_[i] = direct_[i] && !t.empty() && t.nbytes() == refs_[p.outputs[i]].nbytes() && (!graph || on_device);
+    key_[inputs.size() + i] = bound_[i] && on_device ? const_cast<void*>(t.data()) : nullptr;
+    if (bound_[i]) refs_[p.outputs[i]].data = const_cast<void*>(t.data());
+  }
+  OmpThreads omp_threads(p.num_threads);
+  Stream* timer = nullptr;
+  if (device_ms) {
+    *device_ms = -1;
+    for (auto& st : streams_)
+      if (st && !timer) timer = st.get();
+  }
+  Status status = timer ? timer->time_begin() : Status::ok();
+  if (status.is_ok()) status = graph ? run_graph(key_) : run_steps(false, timings);
+  if (status.is_ok() && timer) {
+    auto ms = timer->time_end();
+    if (ms.is_ok())
+      *device_ms = ms.value();
+    else
+      status = ms.status();
+  }
+  if (status.is_ok()) status = sync_devices();  // the host reads device results after this
+  // Arena pointers back for the outputs bound to caller buffers (a later run may not bind them).
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const PlanValue& pv = p.values[p.outputs[i]];
+    if (bound_[i]) refs_[p.outputs[i]].data = static_cast<char*>(arenas_[pv.arena]) + pv.offset;
+  }
+  if (!status.is_ok()) return status;
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (bound_[i]) continue;
     const int v = p.outputs[i];
@@ -196,10 +316,15 @@ Status RunContext::run(const std::vector<const Tensor*>& inputs, const std::vect
       if (!t.is_ok()) return t.status().prefixed("graph output '" + p.values[v].name + "': ");
       *outputs[i] = t.take();
     } else if (outputs[i]->dtype() != r.dtype || outputs[i]->dims() != r.dims) {
-      return Status::error(StatusCode::kInvalidInput,
-                           "output '" + p.values[v].name + "' is " + Shape::of(r.dims).str() + " " +
-                               dtype_name(r.dtype) + ", the tensor given is " + Shape::of(outputs[i]->dims()).str() +
-                               " " + dtype_name(outputs[i]->dtype()));
+      return Status::error(StatusCode::kInvalidInput, "output '" + p.values[v].name + "' is " +
+                                                          Shape::of(r.dims).str() + " " + dtype_name(r.dtype) +
+                                                          ", the tensor given is " +
+                                                          Shape::of(outputs[i]->dims()).str() + " " +
+                                                          dtype_name(outputs[i]->dtype()));
+    } else if (!outputs[i]->device().is_cpu()) {
+      return Status::error(StatusCode::kInvalidInput, "output '" + p.values[v].name +
+                                                          "' cannot be written on " + outputs[i]->device().str() +
+                                                          " by this plan: give a host tensor");
     }
     if (r.nbytes()) std::memcpy(outputs[i]->data(), r.data, r.nbytes());
   }

@@ -1,7 +1,7 @@
 // A run context: everything one run of a plan mutates — an arena per device, the scratch of the
-// step kernels, each kernel's state, the tensor views of every value, dynamic-shape tensors.
-// Made once and reused: a run of a static-shape plan allocates nothing (the precondition for GPU
-// graph capture). Several run contexts of one plan run at once on different threads.
+// step kernels, each kernel's state, the tensor views of every value, dynamic-shape tensors, the
+// device streams and a captured GPU graph. Made once and reused: a run of a static-shape plan
+// allocates nothing. Several run contexts of one plan run at once on different threads.
 #pragma once
 
 #include <memory>
@@ -18,30 +18,43 @@ class RunContext {
   RunContext(const RunContext&) = delete;
   RunContext& operator=(const RunContext&) = delete;
 
-  // inputs[i]: graph input i (dims as the plan's); outputs[i]: a tensor of graph output i's
-  // dtype and dims to write into, or an empty Tensor to be allocated (data-dependent shapes).
-  // Timings (when given) get one entry per step.
+  // inputs[i]: graph input i (dims as the plan's; host memory, or the plan's device where
+  // plan().input_on_device[i]); outputs[i]: a tensor of graph output i's dtype and dims to write
+  // into (host, or the device where plan().output_on_device[i]), or an empty Tensor to be
+  // allocated (data-dependent shapes). Timings (when given) get one entry per step.
   Status run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
-             std::vector<StepTiming>* timings);
+             std::vector<StepTiming>* timings, double* device_ms = nullptr);
   const Plan& plan() const { return *plan_; }
   size_t allocated_bytes() const { return allocated_; }
+  bool graph_captured() const;
 
  private:
   explicit RunContext(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)) {}
   Status run_dynamic(size_t s);
+  // Runs (or, capturing, enqueues) every step; host steps wait for the device work before them.
+  Status run_steps(bool capturing, std::vector<StepTiming>* timings);
+  Status sync_devices();
+  Status run_graph(const std::vector<void*>& key);
 
   std::shared_ptr<const Plan> plan_;
   std::vector<void*> arenas_;                     // per plan arena
   std::vector<void*> scratch_;                    // per plan arena
   std::vector<std::unique_ptr<Stream>> streams_;  // per plan arena (null on the CPU)
   size_t allocated_ = 0;
-  std::vector<std::unique_ptr<KernelState>> states_;    // per step
-  std::vector<TensorRef> refs_;                         // per plan value
+  std::vector<std::unique_ptr<KernelState>> states_;     // per step
+  std::vector<TensorRef> refs_;                          // per plan value
   std::vector<std::vector<const TensorRef*>> step_in_;  // per step: pointers into refs_
   std::vector<std::vector<TensorRef*>> step_out_;
   std::vector<Tensor> dynamic_;  // per plan value (dynamic steps)
   std::vector<char> direct_;     // per graph output: may be bound to the caller's buffer
   std::vector<char> bound_;      // per graph output: bound in this run
+  // Graphs: pinned copies of host inputs (the graph reads fixed addresses), the device
+  // pointers the captured graph was made with, and whether capture works here.
+  const Backend* pinner_ = nullptr;
+  std::vector<void*> staging_;  // per graph input
+  std::vector<void*> graph_key_, key_;
+  int runs_ = 0;
+  bool graph_failed_ = false;
 };
 
 }  // namespace infera

@@ -112,7 +112,7 @@ class SessionImpl {
   Status validate(const std::map<std::string, Tensor>& in, Dims& dims, std::vector<const Tensor*>& ptrs) const;
   Result<std::shared_ptr<PlanEntry>> entry_for(const Dims& dims);
   Status run(const std::map<std::string, Tensor>& in, std::vector<Tensor>& out, bool allocate,
-             std::vector<StepTiming>* timings);
+             const RunOptions& ro);
 };
 
 Status SessionImpl::init(Graph g, const SessionOptions& o) {
@@ -206,9 +206,9 @@ Status SessionImpl::validate(const std::map<std::string, Tensor>& in, Dims& dims
     if (t.dtype() != io.dtype)
       return Status::error(StatusCode::kInvalidInput, "input '" + io.name + "': expected dtype " +
                                                           dtype_name(io.dtype) + ", found " + dtype_name(t.dtype()));
-    if (!t.device().is_cpu())
-      return Status::error(StatusCode::kInvalidInput,
-                           "input '" + io.name + "' is on " + t.device().str() + "; this session takes host tensors");
+    if (!t.device().is_cpu() && t.device() != opts.device)
+      return Status::error(StatusCode::kInvalidInput, "input '" + io.name + "' is on " + t.device().str() +
+                                                          "; this session runs on " + opts.device.str());
     if (!t.data() && t.numel() != 0)
       return Status::error(StatusCode::kInvalidInput, "input '" + io.name + "' has no data");
     Status s = check_dims(io, t.dims(), symbols);
@@ -246,6 +246,7 @@ Result<std::shared_ptr<PlanEntry>> SessionImpl::entry_for(const Dims& dims) {
     po.backends = backends;
     po.num_threads = threads;
     po.verbose = verbose;
+    po.graph_mode = opts.gpu_graphs;
     Result<std::shared_ptr<const Plan>> p =
         guarded([&]() -> Result<std::shared_ptr<const Plan>> { return make_plan(graph, dims, po); });
     lock.lock();
@@ -270,7 +271,7 @@ Result<std::shared_ptr<PlanEntry>> SessionImpl::entry_for(const Dims& dims) {
 }
 
 Status SessionImpl::run(const std::map<std::string, Tensor>& in, std::vector<Tensor>& out, bool allocate,
-                        std::vector<StepTiming>* timings) {
+                        const RunOptions& ro) {
   Dims dims;
   std::vector<const Tensor*> ptrs;
   Status s = validate(in, dims, ptrs);
@@ -279,6 +280,12 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& in, std::vector<Ten
   if (!entry.is_ok()) return entry.status();
   PlanEntry& e = *entry.value();
   const Plan& plan = *e.plan;
+  for (size_t i = 0; i < ptrs.size(); ++i)
+    if (!ptrs[i]->device().is_cpu() && !plan.input_on_device[i])
+      return Status::error(StatusCode::kInvalidInput, "input '" + inputs[i].name + "' is on " +
+                                                          ptrs[i]->device().str() +
+                                                          ", but its first reader in this plan runs on the host: "
+                                                          "give a host tensor");
   if (allocate) {
     out.clear();
     for (size_t i = 0; i < plan.outputs.size(); ++i) {
@@ -298,8 +305,12 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& in, std::vector<Ten
   } else {
     for (size_t i = 0; i < out.size(); ++i) {
       const PlanValue& pv = plan.values[plan.outputs[i]];
-      if (out[i].empty() || !out[i].device().is_cpu() || (!out[i].data() && out[i].numel() != 0))
-        return Status::error(StatusCode::kInvalidInput, "run: output '" + outputs[i].name + "' has no host buffer");
+      if (out[i].empty() || (!out[i].data() && out[i].numel() != 0))
+        return Status::error(StatusCode::kInvalidInput, "run: output '" + outputs[i].name + "' has no buffer");
+      if (!out[i].device().is_cpu() && (out[i].device() != opts.device || !plan.output_on_device[i]))
+        return Status::error(StatusCode::kInvalidInput, "run: output '" + outputs[i].name + "' on " +
+                                                            out[i].device().str() +
+                                                            " cannot be written by this plan: give a host tensor");
       if (out[i].dtype() != pv.info.dtype || (pv.info.shape.fully_known() && out[i].dims() != pv.info.shape.concrete()))
         return Status::error(StatusCode::kInvalidInput, "run: output '" + outputs[i].name + "' must be " +
                                                             dtype_name(pv.info.dtype) + " " + pv.info.shape.str() +
@@ -324,7 +335,7 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& in, std::vector<Ten
   }
   std::vector<Tensor*> out_ptrs;
   for (Tensor& t : out) out_ptrs.push_back(&t);
-  s = rc->run(ptrs, out_ptrs, timings);
+  s = rc->run(ptrs, out_ptrs, ro.profile, ro.device_ms);
   std::lock_guard<std::mutex> lock(e.mu);
   if (e.free.size() < max_contexts)
     e.free.push_back(std::move(rc));
@@ -413,7 +424,7 @@ Result<PlanReport> Session::prepare(const std::map<std::string, std::vector<int6
 Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& inputs) {
   return guarded([&]() -> Result<std::vector<Tensor>> {
     std::vector<Tensor> out;
-    Status s = impl_->run(inputs, out, true, nullptr);
+    Status s = impl_->run(inputs, out, true, RunOptions{});
     if (!s.is_ok()) return s;
     return out;
   });
@@ -421,7 +432,7 @@ Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& in
 
 Status Session::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>& outputs,
                     const RunOptions& run_options) {
-  return guarded([&]() -> Status { return impl_->run(inputs, outputs, false, run_options.profile); });
+  return guarded([&]() -> Status { return impl_->run(inputs, outputs, false, run_options); });
 }
 
 }  // namespace infera

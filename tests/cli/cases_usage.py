@@ -13,10 +13,10 @@ def help_options(text):
     section = text.split("\noptions:\n", 1)[1].split("\n\n", 1)[0]
     names = []
     for line in section.splitlines():
-        m = re.match(r"^  (--[a-z-]+)( [A-Z=]+)?", line)
+        m = re.match(r"^  (--[a-z0-9-]+)( [A-Z=]+)?", line)
         if m:
             names.append((m.group(1), m.group(2) is not None))
-        m = re.search(r"\(also (--[a-z-]+)\)", line)
+        m = re.search(r"\(also (--[a-z0-9-]+)\)", line)
         if m:
             names.append((m.group(1), True))
     return names

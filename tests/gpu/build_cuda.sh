@@ -16,26 +16,32 @@ export nvcc out root
 export flags_str="${flags[*]}"
 # Hopper-only kernels (*_sm90.cu): sm_90a machine code only (wgmma needs the "a" target).
 export flags_sm90="-std=c++20 -O3 -DINFERA_GPU_CUDA -I$root/src -gencode arch=compute_90a,code=sm_90a -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror"
-compile() {  # source -> object, only when the source or a header is newer
-  local src=$1 obj
+compile() {  # source -> object, only when the source or a header it includes (its .d file) is newer
+  local src=$1 obj dep h
   obj="$out/obj/$(basename "${src%.*}").o"
-  if [[ -f $obj && $obj -nt $src ]] && [[ -z $(find "$root/src/backends/gpu" "$root/tests/gpu" -name '*.h' -newer "$obj" | head -1) ]]; then
-    return 0
+  dep="${obj%.o}.d"
+  if [[ -f $obj && -f $dep && $obj -nt $src ]]; then
+    local stale=0
+    for h in $(sed -e 's/^[^:]*://' -e 's/\\$//' "$dep"); do
+      if [[ $h -nt $obj ]]; then stale=1; break; fi
+    done
+    [[ $stale == 0 ]] && return 0
   fi
   echo "nvcc $src"
   local f=$flags_str
   [[ $src == *_sm90.cu ]] && f=$flags_sm90
   # shellcheck disable=SC2086
-  "$nvcc" $f -c "$src" -o "$obj"
+  "$nvcc" $f -MMD -MF "$dep" -c "$src" -o "$obj"
 }
 export -f compile
 lib=("$root"/src/backends/gpu/kernels/*.cu)
 tests=("$root"/tests/gpu/test_*.cpp)
-printf '%s\n' "${lib[@]}" "${tests[@]}" "$root/tests/gpu/bench_conv.cpp" | xargs -P "$jobs" -I{} bash -c 'compile {}'
+printf '%s\n' "${lib[@]}" "${tests[@]}" "$root/tests/gpu/bench_conv.cpp" "$root/tests/gpu/bench_memops.cpp" | xargs -P "$jobs" -I{} bash -c 'compile {}'
 libobj=()
 for s in "${lib[@]}"; do libobj+=("$out/obj/$(basename "${s%.*}").o"); done
 testobj=()
 for s in "${tests[@]}"; do testobj+=("$out/obj/$(basename "${s%.*}").o"); done
 "$nvcc" "${flags[@]}" -cudart static -o "$out/test_kernels" "${libobj[@]}" "${testobj[@]}"
 "$nvcc" "${flags[@]}" -cudart static -o "$out/bench_conv" "${libobj[@]}" "$out/obj/bench_conv.o"
-echo "built $out/test_kernels $out/bench_conv"
+"$nvcc" "${flags[@]}" -cudart static -o "$out/bench_memops" "${libobj[@]}" "$out/obj/bench_memops.o"
+echo "built $out/test_kernels $out/bench_conv $out/bench_memops"

@@ -11,20 +11,25 @@ jobs=${JOBS:-2}
 mkdir -p "$out/obj"
 export root out
 export flags_str="-std=c++20 -O3 -DINFERA_GPU_HIP -I$root/src --offload-arch=gfx908 --offload-arch=gfx90a --offload-arch=gfx1030 -Wall -Wextra -Werror"
-compile() {
-  local src=$1 obj
+compile() {  # source -> object, only when the source or a header it includes (its .d file) is newer
+  local src=$1 obj dep h
   obj="$out/obj/$(basename "${src%.*}").o"
-  if [[ -f $obj && $obj -nt $src ]] && [[ -z $(find "$root/src/backends/gpu" "$root/tests/gpu" -name '*.h' -newer "$obj" | head -1) ]]; then
-    return 0
+  dep="${obj%.o}.d"
+  if [[ -f $obj && -f $dep && $obj -nt $src ]]; then
+    local stale=0
+    for h in $(sed -e 's/^[^:]*://' -e 's/\\$//' "$dep"); do
+      if [[ $h -nt $obj ]]; then stale=1; break; fi
+    done
+    [[ $stale == 0 ]] && return 0
   fi
   echo "hipcc $src"
   # shellcheck disable=SC2086
-  hipcc $flags_str -x hip -c "$src" -o "$obj" 2> >(grep -v -e rocm_agent_enumerator -e Traceback -e 'File "' -e 'target_list' -e 'readFromKFD' -e 'main()' -e '^    ' >&2)
+  hipcc $flags_str -x hip -MMD -MF "$dep" -c "$src" -o "$obj" 2> >(grep -v -e rocm_agent_enumerator -e Traceback -e 'File "' -e 'target_list' -e 'readFromKFD' -e 'main()' -e '^    ' >&2)
 }
 export -f compile
 lib=("$root"/src/backends/gpu/kernels/*.cu)
 tests=("$root"/tests/gpu/test_*.cpp)
-printf '%s\n' "${lib[@]}" "${tests[@]}" "$root/tests/gpu/bench_conv.cpp" | xargs -P "$jobs" -I{} bash -c 'compile {}'
+printf '%s\n' "${lib[@]}" "${tests[@]}" "$root/tests/gpu/bench_conv.cpp" "$root/tests/gpu/bench_memops.cpp" | xargs -P "$jobs" -I{} bash -c 'compile {}'
 libobj=()
 for s in "${lib[@]}"; do libobj+=("$out/obj/$(basename "${s%.*}").o"); done
 testobj=()
@@ -33,6 +38,8 @@ for s in "${tests[@]}"; do testobj+=("$out/obj/$(basename "${s%.*}").o"); done
 hipcc $flags_str -o "$out/test_kernels" "${libobj[@]}" "${testobj[@]}" 2>/dev/null
 # shellcheck disable=SC2086
 hipcc $flags_str -o "$out/bench_conv" "${libobj[@]}" "$out/obj/bench_conv.o" 2>/dev/null
+# shellcheck disable=SC2086
+hipcc $flags_str -o "$out/bench_memops" "${libobj[@]}" "$out/obj/bench_memops.o" 2>/dev/null
 
 # Which instructions the implicit-GEMM object really uses, per architecture.
 llvm=/usr/lib/llvm-15/bin
@@ -45,4 +52,4 @@ for arch in gfx908 gfx90a gfx1030; do
   printf '%-8s v_mfma: %6d   v_dot2: %6d\n' "$arch" "$(grep -c v_mfma "$out/igemm.$arch.s" || true)" \
     "$(grep -c v_dot2 "$out/igemm.$arch.s" || true)"
 done
-echo "built $out/test_kernels $out/bench_conv (HIP, compile-only)"
+echo "built $out/test_kernels $out/bench_conv $out/bench_memops (HIP, compile-only)"

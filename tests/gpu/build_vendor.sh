@@ -20,18 +20,23 @@ flags=(-std=c++20 -O3 -DINFERA_GPU_CUDA -I"$root/src" -I"$cudnn_inc"
 export nvcc out root
 export flags_str="${flags[*]}"
 export flags_sm90="-std=c++20 -O3 -DINFERA_GPU_CUDA -I$root/src -gencode arch=compute_90a,code=sm_90a -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror"
-compile() {  # source -> object, only when the source or a header is newer
-  local src=$1 obj
+compile() {  # source -> object, only when the source or a header it includes (its .d file) is newer
+  local src=$1 obj dep h
   obj="$out/obj/$(basename "${src%.*}").o"
-  if [[ -f $obj && $obj -nt $src ]] && [[ -z $(find "$root/src/backends/gpu" "$root/tests/gpu" -name '*.h' -newer "$obj" | head -1) ]]; then
-    return 0
+  dep="${obj%.o}.d"
+  if [[ -f $obj && -f $dep && $obj -nt $src ]]; then
+    local stale=0
+    for h in $(sed -e 's/^[^:]*://' -e 's/\\$//' "$dep"); do
+      if [[ $h -nt $obj ]]; then stale=1; break; fi
+    done
+    [[ $stale == 0 ]] && return 0
   fi
   echo "nvcc $src"
   local f=$flags_str
   [[ $src == *_sm90.cu ]] && f=$flags_sm90
   [[ $src == */src/backends/gpu/*.cpp ]] && f="-x cu $f"  # as CMake compiles the GPU sources: CUDA
   # shellcheck disable=SC2086
-  "$nvcc" $f -c "$src" -o "$obj"
+  "$nvcc" $f -MMD -MF "$dep" -c "$src" -o "$obj"
 }
 export -f compile
 lib=("$root"/src/backends/gpu/kernels/*.cu "$root/src/backends/gpu/dnn.cpp" "$root/src/backends/gpu/blas.cpp")

@@ -249,5 +249,7 @@ void run_gemm_suite(Ctx& ctx);
 void run_pool_suite(Ctx& ctx);
 void run_pointwise_suite(Ctx& ctx);
 void run_misc_suite(Ctx& ctx);  // softmax, resize, layout
+void run_copy_suite(Ctx& ctx);  // strided copies, tiled transposes
+void run_norm_suite(Ctx& ctx);  // layernorm, reductions
 
 }  // namespace infera::gpu::test

@@ -264,8 +264,11 @@ std::string overview_text() {
 std::vector<OptSpec> session_opt_specs() {
   const std::string cores = std::to_string(logical_cores());
   return {
-      {"--device", "DEV", "cpu | gpu | gpu:N (default cpu; this build has no GPU backend)"},
-      {"--precision", "P", "fp32 | fp16 | int8 | mixed (default fp32; this build runs fp32 only)"},
+      {"--device", "DEV", "cpu | gpu | gpu:N (default cpu; `infera doctor` lists the GPUs)"},
+      {"--precision", "P", "fp32 | fp16 (fp16: GPU only; default fp32; int8 and mixed are not\nimplemented yet)"},
+      {"--graph", "MODE", "GPU graphs: on | off | auto (default auto = on for static plans)"},
+      {"--tf32", "", "GPU: allow TF32 matrix math for fp32 (default off: fp32 is fp32)"},
+      {"--no-vendor-libs", "", "GPU: infera's own kernels only, no cuDNN / cuBLASLt candidates"},
       {"--threads", "N", "threads per run, 1.." + cores + " (default: all " + cores + " logical cores)"},
       {"--no-optimize", "", "skip the graph passes (folding, fusion)"},
       {"--no-dnnl", "", "reference kernels only (no oneDNN)"},

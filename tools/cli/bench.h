@@ -27,12 +27,15 @@ struct NodeTime {
 struct BenchRow {
   int64_t batch = 0;  // items per run (1 where the model has no batch)
   std::map<std::string, std::vector<int64_t>> shapes;
-  LatencyStats lat;
+  LatencyStats lat;       // device event times on a GPU, else the host's wall clock
+  LatencyStats host_lat;  // the host's wall clock around each run
+  bool device_timed = false;
   double throughput = 0;          // items per second from the mean
   double build_ms = 0;            // plan build time
   size_t planned_bytes = 0;       // arena + weights + scratch as planned
   size_t session_bytes = 0;       // Session::allocated_bytes() after the timed runs
   size_t io_bytes = 0;            // input and output tensors held by the benchmark
+  size_t device_bytes = 0;        // GPU: arena + scratch + weights of one run context, + device I/O
   size_t peak_rss_bytes = 0;      // the process's high-water mark after this batch (getrusage)
   std::vector<NodeTime> profile;  // sorted, slowest first (all nodes; the report shows the top)
   size_t profiled_runs = 0;

@@ -11,7 +11,8 @@ const char* const kMemoryNote =
     "memory = bytes the session holds after the timed runs (weights, arenas, scratch: "
     "Session::allocated_bytes, one plan cached at a time) + the input and output tensors; "
     "peak RSS = the process's high-water mark so far (getrusage), which also counts the model file, "
-    "libraries and data-dependent outputs";
+    "libraries and data-dependent outputs. On a GPU, memory = the device memory one run context holds "
+    "(arena + scratch + uploaded weights) + device-resident inputs and outputs";
 
 static double percentile(const std::vector<double>& sorted, double p) {
   double idx = p / 100.0 * static_cast<double>(sorted.size() - 1);
@@ -48,7 +49,8 @@ void print_table_row(FILE* out, const BenchRow& r) {
   if (r.lat.has_p99) snprintf(p99, sizeof p99, "%.4f", r.lat.p99);
   fprintf(out, "%6lld %7zu %9.4f %9.4f %9.4f %9s %9.4f %9.4f %9.4f %11.1f %10.1f %9.1f %9.1f\n",
           static_cast<long long>(r.batch), r.lat.count, r.lat.mean, r.lat.p50, r.lat.p90, p99, r.lat.min, r.lat.max,
-          r.lat.stddev, r.throughput, static_cast<double>(r.session_bytes + r.io_bytes) / 1048576.0,
+          r.lat.stddev, r.throughput,
+          static_cast<double>(r.device_bytes ? r.device_bytes : r.session_bytes + r.io_bytes) / 1048576.0,
           static_cast<double>(r.peak_rss_bytes) / 1048576.0, r.build_ms);
   fflush(out);
 }
@@ -109,10 +111,13 @@ std::string bench_json(const BenchMeta& m, const std::vector<BenchRow>& rows, si
     j += "}, \"count\": " + std::to_string(r.lat.count);
     j += ", \"latency_ms_p50\": " + num(r.lat.p50) + ", \"latency_ms_p90\": " + num(r.lat.p90);
     j += ", \"latency_ms_p99\": " + (r.lat.has_p99 ? num(r.lat.p99) : "null");
+    j += ", \"latency_source\": " + std::string(r.device_timed ? "\"device events\"" : "\"host clock\"") +
+         ", \"host_latency_ms_mean\": " + num(r.host_lat.mean) + ", \"host_latency_ms_p50\": " + num(r.host_lat.p50);
     j += ", \"latency_ms_mean\": " + num(r.lat.mean) + ", \"latency_ms_min\": " + num(r.lat.min);
     j += ", \"latency_ms_max\": " + num(r.lat.max) + ", \"latency_ms_stddev\": " + num(r.lat.stddev);
     j += ", \"throughput_per_s\": " + num(r.throughput);
     j += ", \"peak_memory_bytes\": " + std::to_string(r.session_bytes + r.io_bytes);
+    if (r.device_bytes) j += ", \"device_memory_bytes\": " + std::to_string(r.device_bytes);
     j += ", \"session_allocated_bytes\": " + std::to_string(r.session_bytes);
     j += ", \"io_bytes\": " + std::to_string(r.io_bytes);
     j += ", \"planned_bytes\": " + std::to_string(r.planned_bytes);

@@ -31,6 +31,9 @@ const CommandSpec& bench_spec() {
                          "integers [0,10), bools {0,1})",
                          "", true});
     c.options.push_back({"--seed", "N", "seed of the random inputs, 0..4294967295 (default 0)"});
+    c.options.push_back({"--io", "WHERE",
+                         "host | device (default host): where the inputs and outputs live; device\n"
+                         "times the GPU's work without host transfers (as PyTorch does with CUDA tensors)"});
     c.options.push_back({"--warmup", "N", "untimed runs before each batch's timed runs, 0..1000000 (default 5)"});
     c.options.push_back(
         {"--iterations", "N", "exactly N timed runs per batch, 1..100000000 (default: by --duration)", "--iters"});
@@ -81,17 +84,36 @@ std::string inputs_json(const Session& s, const std::map<std::string, FileInput>
 // One batch: warmup, timed runs, statistics. Returns an error message or "".
 std::string bench_one(Session& s, const ResolvedShapes& shapes, const std::map<std::string, FileInput>& files,
                       uint32_t seed, int warmup, int iters, double duration, bool profile, bool progress,
-                      BenchRow& row) {
+                      bool device_io, BenchRow& row) {
   row.batch = shapes.batch > 0 ? shapes.batch : 1;
   row.shapes = shapes.dims;
   auto rep = s.prepare(shapes.dims);
   if (!rep.is_ok()) return rep.message();
   row.build_ms = rep.value().build_ms;
+  const std::string dname = s.options().device.str();
+  if (s.options().device.is_gpu()) {  // what one run context holds on the device
+    const auto& r = rep.value();
+    auto at = [&](const std::map<std::string, size_t>& m) { return m.count(dname) ? m.at(dname) : size_t(0); };
+    row.device_bytes = at(r.arena_bytes_per_device) + at(r.scratch_bytes_per_device) + at(r.weight_bytes_per_device);
+  }
   row.planned_bytes = rep.value().arena_bytes + rep.value().weight_bytes + rep.value().scratch_bytes;
   auto in = make_inputs(s, shapes, files, seed);
   if (!in.is_ok()) return in.message();
-  const std::map<std::string, Tensor>& inputs = in.value();
-  for (auto& [n, t] : inputs) row.io_bytes += t.nbytes();
+  std::map<std::string, Tensor> inputs = in.take();
+  const Device dev = s.options().device;
+  if (device_io) {  // the same data, copied to the device once
+    for (auto& [n, t] : inputs) {
+      auto d = Tensor::make_on(dev, t.dtype(), t.dims());
+      if (!d.is_ok()) return d.message();
+      Status st = copy_tensor(t, d.value());
+      if (!st.is_ok()) return st.message();
+      t = d.take();
+    }
+  }
+  for (auto& [n, t] : inputs) {
+    row.io_bytes += t.nbytes();
+    if (device_io) row.device_bytes += t.nbytes();
+  }
 
   // Outputs written in place; a data-dependent output shape is learned from one untimed run.
   std::vector<Tensor> outs;
@@ -104,23 +126,29 @@ std::string bench_one(Session& s, const ResolvedShapes& shapes, const std::map<s
     outs = r.take();
   } else {
     for (size_t i = 0; i < s.outputs().size(); ++i) {
-      auto t = Tensor::make(s.outputs()[i].dtype, rep.value().output_dims[i]);
+      auto t = device_io ? Tensor::make_on(dev, s.outputs()[i].dtype, rep.value().output_dims[i])
+                         : Tensor::make(s.outputs()[i].dtype, rep.value().output_dims[i]);
       if (!t.is_ok()) return t.message();
       outs.push_back(t.take());
     }
   }
-  for (const Tensor& t : outs) row.io_bytes += t.nbytes();
+  for (const Tensor& t : outs) {
+    row.io_bytes += t.nbytes();
+    if (device_io) row.device_bytes += t.nbytes();
+  }
 
   for (int i = 0; i < warmup; ++i) {
     if (progress) fprintf(stderr, "batch %lld: warmup %d/%d   \r", static_cast<long long>(row.batch), i + 1, warmup);
     Status st = s.run(inputs, outs);
     if (!st.is_ok()) return st.message();
   }
-  std::vector<double> lat;
+  std::vector<double> lat, dev_lat;
   std::vector<StepTiming> steps;
   std::map<std::string, NodeTime> per_node;
   RunOptions ro;
   if (profile) ro.profile = &steps;
+  double dev_ms = -1;
+  if (dev.is_gpu()) ro.device_ms = &dev_ms;
   const auto start = Clock::now();
   for (int i = 0;; ++i) {
     if (iters ? i >= iters : i >= 3 && std::chrono::duration<double>(Clock::now() - start).count() >= duration) break;
@@ -129,6 +157,7 @@ std::string bench_one(Session& s, const ResolvedShapes& shapes, const std::map<s
     const double ms = ms_since(t0);
     if (!st.is_ok()) return st.message();
     lat.push_back(ms);
+    if (dev_ms >= 0) dev_lat.push_back(dev_ms);
     if (profile) {
       for (const StepTiming& t : steps) {
         NodeTime& n = per_node[t.node.empty() ? "(" + t.op + ")" : t.node];
@@ -145,7 +174,11 @@ std::string bench_one(Session& s, const ResolvedShapes& shapes, const std::map<s
     if (progress && i % 5 == 0) fprintf(stderr, "batch %lld: %d runs   \r", static_cast<long long>(row.batch), i + 1);
   }
   if (progress) fprintf(stderr, "%40s\r", "");
-  row.lat = latency_stats(lat);
+  // On a GPU the latencies are the device's (events on the run's stream); the host's wall clock
+  // is kept beside them.
+  row.host_lat = latency_stats(lat);
+  row.device_timed = !dev_lat.empty() && dev_lat.size() == lat.size();
+  row.lat = row.device_timed ? latency_stats(dev_lat) : row.host_lat;
   row.throughput = static_cast<double>(row.batch) * 1000.0 / row.lat.mean;
   row.session_bytes = s.allocated_bytes();
   row.peak_rss_bytes = peak_rss_bytes();
@@ -167,6 +200,9 @@ int cmd_bench(int argc, char** argv) {
   const double duration = a.get_double("--duration", 3.0, 0.001, 86400);
   const uint32_t seed = static_cast<uint32_t>(a.get_int("--seed", 0, 0, 4294967295ll));
   const size_t top = static_cast<size_t>(a.get_int("--top", 20, 1, 1000000));
+  const std::string io = a.get("--io", "host");
+  if (io != "host" && io != "device") a.error("--io expects host or device, got '" + io + "'");
+  if (io == "device" && !opts.device.is_gpu()) a.error("--io device needs --device gpu");
   if (a.has("--iterations") && a.has("--duration")) a.error("give --iterations or --duration, not both");
   if (a.has("--top") && !a.has("--profile")) a.error("--top sets the rows of --profile; give --profile too");
   std::vector<std::optional<int64_t>> batches;
@@ -255,6 +291,13 @@ int cmd_bench(int argc, char** argv) {
     fprintf(out, "device     %s, precision %s, backends %s, graph passes %s\n", meta.device.c_str(),
             meta.precision.c_str(), meta.backends.c_str(), opts.optimize ? "on" : "off");
     fprintf(out, "threads    %d%s\n", meta.threads, opts.num_threads > 0 ? "" : " (all logical cores)");
+    if (opts.device.is_gpu())
+      fprintf(out,
+              "timing     device events on the run's GPU stream (host wall clock in the JSON); inputs "
+              "and outputs on the %s\n"
+              "           device memory (planned, one run context: arena + scratch + weights + device I/O) "
+              "in the JSON as device_memory_bytes\n",
+              io == "device" ? "device (no host transfers)" : "host (transfers included)");
     if (iters)
       fprintf(out, "runs       %d warmup, then %d timed runs per batch\n", warmup, iters);
     else
@@ -283,7 +326,8 @@ int cmd_bench(int argc, char** argv) {
   std::vector<BenchRow> rows;
   for (const ResolvedShapes& r : plans) {
     BenchRow row;
-    std::string why = bench_one(s, r, files.value(), seed, warmup, iters, duration, a.has("--profile"), progress, row);
+    std::string why =
+        bench_one(s, r, files.value(), seed, warmup, iters, duration, a.has("--profile"), progress, io == "device", row);
     if (!why.empty()) return fail(why);
     if (!quiet) print_table_row(out, row);
     rows.push_back(std::move(row));

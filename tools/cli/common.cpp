@@ -66,6 +66,19 @@ void session_options(Args& a, SessionOptions& o) {
     else
       a.error("--precision: " + prec.message());
   }
+  if (a.has("--graph")) {
+    const std::string g = a.get("--graph");
+    if (g == "on")
+      o.gpu_graphs = SessionOptions::GraphMode::kOn;
+    else if (g == "off")
+      o.gpu_graphs = SessionOptions::GraphMode::kOff;
+    else if (g == "auto")
+      o.gpu_graphs = SessionOptions::GraphMode::kAuto;
+    else
+      a.error("--graph expects on, off or auto, got '" + g + "'");
+  }
+  o.allow_tf32 = a.has("--tf32");
+  o.vendor_libraries = !a.has("--no-vendor-libs");
   o.optimize = !a.has("--no-optimize");
   if (a.has("--no-dnnl")) o.backends = {"ref"};
   if (a.has("--verbose")) {

@@ -91,6 +91,9 @@ class GpuStream : public Stream {
   GpuStream(int device, gpuStream_t s) : device_(device), s_(s) {}
   ~GpuStream() override {
     (void)gpuSetDevice(device_);
+    drop_graph();
+    for (gpuEvent_t e : ev_)
+      if (e) (void)gpuEventDestroy(e);
     (void)gpuStreamDestroy(s_);
   }
   Status synchronize() override {
@@ -101,9 +104,58 @@ class GpuStream : public Stream {
   }
   void* native() override { return s_; }
 
+  bool can_capture() const override { return true; }
+  Status begin_capture() override {
+    gpuError_t e = gpuSetDevice(device_);
+    if (e == gpuSuccess) e = gpuStreamBeginCapture(s_);
+    return check("begin graph capture", e);
+  }
+  Status end_capture() override {
+    gpuGraph_t g = nullptr;
+    gpuError_t e = gpuStreamEndCapture(s_, &g);
+    if (e == gpuSuccess) e = gpuGraphInstantiate(&exec_, g);
+    if (g) (void)gpuGraphDestroy(g);
+    if (e != gpuSuccess) exec_ = nullptr;
+    return check("end graph capture", e);
+  }
+  Status replay() override {
+    if (!exec_) return Status::error(StatusCode::kInternal, "gpu: no graph to replay");
+    gpuError_t e = gpuSetDevice(device_);
+    if (e == gpuSuccess) e = gpuGraphLaunch(exec_, s_);
+    return check("graph launch", e);
+  }
+  bool has_graph() const override { return exec_ != nullptr; }
+  void drop_graph() override {
+    if (exec_) (void)gpuGraphExecDestroy(exec_);
+    exec_ = nullptr;
+  }
+  Status time_begin() override {
+    gpuError_t e = gpuSuccess;
+    if (!ev_[0]) e = gpuEventCreate(&ev_[0]);
+    if (e == gpuSuccess && !ev_[1]) e = gpuEventCreate(&ev_[1]);
+    if (e == gpuSuccess) e = gpuEventRecord(ev_[0], s_);
+    return check("event record", e);
+  }
+  Result<double> time_end() override {
+    float ms = 0;
+    gpuError_t e = gpuEventRecord(ev_[1], s_);
+    if (e == gpuSuccess) e = gpuEventSynchronize(ev_[1]);
+    if (e == gpuSuccess) e = gpuEventElapsedTime(&ms, ev_[0], ev_[1]);
+    Status s = check("event timing", e);
+    if (!s.is_ok()) return s;
+    return static_cast<double>(ms);
+  }
+
  private:
+  static Status check(const char* what, gpuError_t e) {
+    if (e == gpuSuccess) return Status::ok();
+    (void)gpuGetLastError();
+    return device_error(std::string("gpu: ") + what, gpu::Status{gpuGetErrorString(e)});
+  }
   int device_;
   gpuStream_t s_;
+  gpuGraphExec_t exec_ = nullptr;
+  gpuEvent_t ev_[2] = {nullptr, nullptr};
 };
 
 // ---------------------------------------------------------------- conversions
@@ -134,21 +186,25 @@ class ConvertKernel : public GpuKernel {
     TensorRef& y = ctx.out(0);
     gpuStream_t s = stream(ctx);
     const size_t plain_bytes = format_bytes(Format::kPlain, vi_.dtype, dims_);
+    // A caller may hand the "host" side in device memory (device-resident inputs and outputs):
+    // then the layout change reads or writes it directly, with no staging copy.
     if (r_.from_device.is_cpu()) {  // upload
+      if (needs_staging_ && gpuIsDevicePointer(x.data)) return transform(Format::kPlain, r_.to, x.data, y.data, s);
       void* dst = needs_staging_ ? ctx.res.scratch : y.data;
       if (plain_bytes) INFERA_GPU_OK("gpu: upload '" + ctx.node.name + "'", copy(dst, x.data, plain_bytes, s));
       if (needs_staging_) return transform(Format::kPlain, r_.to, dst, y.data, s);
       return Status::ok();
     }
     if (r_.to_device.is_cpu()) {  // download
+      if (needs_staging_ && gpuIsDevicePointer(y.data)) return transform(r_.from, Format::kPlain, x.data, y.data, s);
       const void* src = x.data;
       if (needs_staging_) {
         Status st = transform(r_.from, Format::kPlain, x.data, ctx.res.scratch, s);
         if (!st.is_ok()) return st;
         src = ctx.res.scratch;
       }
+      // The executor waits for the stream before the host reads the result.
       if (plain_bytes) INFERA_GPU_OK("gpu: download '" + ctx.node.name + "'", copy(y.data, src, plain_bytes, s));
-      INFERA_GPU_OK("gpu: download '" + ctx.node.name + "'", sync(s));
       return Status::ok();
     }
     return transform(r_.from, r_.to, x.data, y.data, s);
@@ -157,10 +213,6 @@ class ConvertKernel : public GpuKernel {
  private:
   static gpu::Status copy(void* d, const void* src, size_t n, gpuStream_t s) {
     GPU_TRY(gpuMemcpyAsync(d, src, n, s));
-    return {};
-  }
-  static gpu::Status sync(gpuStream_t s) {
-    GPU_TRY(gpuStreamSynchronize(s));
     return {};
   }
   // A layout and/or storage change on the device (plain float32 <-> a device format).
@@ -255,6 +307,29 @@ class GpuBackend : public Backend {
   }
 
   Result<void*> allocate(size_t bytes) const override { return device_malloc(cfg_.dev.index, bytes); }
+  bool pins_host_memory() const override { return true; }
+  Result<void*> allocate_host(size_t bytes) const override {
+    void* p = nullptr;
+    gpuError_t e = gpuSetDevice(cfg_.dev.index);
+    if (e == gpuSuccess) e = gpuMallocHost(&p, std::max<size_t>(bytes, 64));
+    if (e != gpuSuccess) {
+      (void)gpuGetLastError();
+      return Status::error(StatusCode::kOutOfMemory, "gpu: out of pinned host memory allocating " +
+                                                         std::to_string(bytes) + " bytes (" + gpuGetErrorString(e) + ")");
+    }
+    return p;
+  }
+  void deallocate_host(void* p) const override {
+    if (p) (void)gpuFreeHost(p);
+  }
+  Status copy(void* dst, const void* src, size_t bytes) const override {
+    if (!bytes) return Status::ok();
+    gpuError_t e = gpuSetDevice(cfg_.dev.index);
+    if (e == gpuSuccess) e = gpuMemcpyAsync(dst, src, bytes, nullptr);
+    if (e == gpuSuccess) e = gpuDeviceSynchronize();
+    if (e != gpuSuccess) return device_error("gpu: copy", gpu::Status{gpuGetErrorString(e)});
+    return Status::ok();
+  }
   void deallocate(void* p) const override {
     if (!p) return;
     (void)gpuSetDevice(cfg_.dev.index);

@@ -34,6 +34,10 @@ enum class KernelFamily : uint8_t {
   kSoftmax,
   kResize,
   kLayout,
+  kCopy,
+  kTranspose,
+  kLayerNorm,
+  kReduce,
 };
 
 enum class KernelId : uint16_t {
@@ -227,5 +231,82 @@ Status resize(const ResizeShape& s, InNhwc x, OutNhwc y, gpuStream_t stream);
 Status nchw_to_nhwc(DType from, DType to, int n, int c, int h, int w, const void* x, OutNhwc y, int c_padded,
                     gpuStream_t stream);
 Status nhwc_to_nchw(DType from, DType to, int n, int c, int h, int w, InNhwc x, void* y, gpuStream_t stream);
+
+// ---- strided copy of plain (row-major) tensors: every index (i_0, ..., i_{rank-1}) < dims copies
+// x[x_offset + sum_k i_k * x_strides[k]] to y[y_offset + sum_k i_k * y_strides[k]] (offsets and
+// strides in elements). x strides may be negative (Slice with negative steps) or 0 (Expand); y
+// strides must be non-negative and nest (sorted by size, each at least the extent of the smaller
+// ones), so that no two indices write the same element. The *_desc builders below fill it for
+// Transpose, Slice / Split, Concat (a copy into the output's slice) and Expand. Bits are copied:
+// elem_bytes 2 (fp16), 4 (fp32, int32) or 8 (int64). 0 elements enqueue nothing.
+inline constexpr int kMaxCopyRank = 6;
+struct StridedCopy {
+  int elem_bytes = 2;
+  int rank = 0;  // 0: one element
+  int64_t dims[kMaxCopyRank] = {};
+  const void* x = nullptr;
+  int64_t x_offset = 0;
+  int64_t x_strides[kMaxCopyRank] = {};
+  void* y = nullptr;
+  int64_t y_offset = 0;
+  int64_t y_strides[kMaxCopyRank] = {};
+};
+// Row-major strides of dims (strides[rank - 1] = 1).
+void dense_strides(int rank, const int64_t* dims, int64_t* strides);
+// y = Transpose(x, perm), y dense: y's dim k is x_dims[perm[k]].
+Status transpose_desc(int elem_bytes, int rank, const int64_t* x_dims, const int* perm, const void* x, void* y,
+                      StridedCopy* out);
+// y[i] = x[starts + i * steps] per dim, y dense of y_dims; starts and steps as ONNX Slice resolves
+// them (steps nonzero, every index read inside x_dims: checked). Split is slices with step 1.
+Status slice_desc(int elem_bytes, int rank, const int64_t* x_dims, const int64_t* starts, const int64_t* steps,
+                  const int64_t* y_dims, const void* x, void* y, StridedCopy* out);
+// Copies x (dense, x_dims) into y, a dense tensor of x_dims except y_axis_dim on axis, at
+// [y_axis_offset, y_axis_offset + x_dims[axis]) along axis: one input of a Concat.
+Status concat_desc(int elem_bytes, int rank, const int64_t* x_dims, int axis, int64_t y_axis_dim, int64_t y_axis_offset,
+                   const void* x, void* y, StridedCopy* out);
+// y = Expand(x) to y_dims: x_dims has y's rank (right-aligned by the caller), 1 on broadcast dims.
+Status expand_desc(int elem_bytes, int rank, const int64_t* x_dims, const int64_t* y_dims, const void* x, void* y,
+                   StridedCopy* out);
+// The variants that can run d, the default first (the tiled transpose where x's contiguous dim
+// is not y's; the general gather/scatter always). Tests and benchmarks run each.
+std::vector<Candidate> copy_candidates(const StridedCopy& d);
+Status strided_copy(const StridedCopy& d, gpuStream_t stream);  // the default candidate
+Status strided_copy(const StridedCopy& d, const Candidate& c, gpuStream_t stream);
+
+// ---- LayerNormalization over the last axis of a [rows][cols] matrix (ONNX, stash_type 1):
+// y = (x - mean) / sqrt(var + eps) * gamma + beta, biased variance, fp32 statistics. Row strides
+// ldx, ldy (0: cols); y may be x (same stride). gamma, beta: fp32 [cols] or nullptr (1, 0);
+// mean, inv_std: fp32 [rows] outputs or nullptr. x is read once when cols <= 8192.
+struct LayerNormDesc {
+  DType dtype = DType::kF16;
+  int64_t rows = 1;
+  int cols = 1;
+  const void* x = nullptr;
+  int64_t ldx = 0;
+  void* y = nullptr;
+  int64_t ldy = 0;
+  const float* gamma = nullptr;
+  const float* beta = nullptr;
+  float eps = 1e-5f;
+  float* mean = nullptr;
+  float* inv_std = nullptr;
+};
+KernelId layernorm_variant(const LayerNormDesc& d);  // what layernorm runs for d
+Status layernorm(const LayerNormDesc& d, gpuStream_t stream);
+
+// ---- reductions of a dense [outer][reduce][inner] tensor over the middle axis:
+// y[o * inner + i] = op over r of x[(o * reduce + r) * inner + i]. inner 1 is a reduction over
+// the trailing contiguous elements (ReduceX over the last axes), outer 1 over the leading ones.
+// fp32 accumulation, y in x's dtype; max / min propagate NaN.
+enum class ReduceOp : uint8_t { kSum, kMean, kMax, kMin };
+struct ReduceDesc {
+  DType dtype = DType::kF16;
+  ReduceOp op = ReduceOp::kSum;
+  int64_t outer = 1, reduce = 1, inner = 1;
+  const void* x = nullptr;
+  void* y = nullptr;
+};
+KernelId reduce_variant(const ReduceDesc& d);  // what reduce runs for d
+Status reduce(const ReduceDesc& d, gpuStream_t stream);
 
 }  // namespace infera::gpu

@@ -72,6 +72,15 @@ gpuError_t gpuMemcpyFromSymbol(void* dst, const T& symbol, size_t n) {
   return hipMemcpyFromSymbol(dst, HIP_SYMBOL(symbol), n, 0, hipMemcpyDeviceToHost);
 }
 inline int gpuPropArch(const gpuDeviceProp& p) { return p.major * 10 + p.minor; }
+// True when p is device memory (not host memory the device can read through a copy).
+inline bool gpuIsDevicePointer(const void* p) {
+  hipPointerAttribute_t a{};
+  if (hipPointerGetAttributes(&a, p) != hipSuccess) {
+    (void)hipGetLastError();  // a plain host pointer: not an error worth keeping
+    return false;
+  }
+  return a.memoryType == hipMemoryTypeDevice;
+}
 
 #else  // INFERA_GPU_CUDA
 #include <cuda_fp16.h>
@@ -132,6 +141,15 @@ gpuError_t gpuMemcpyFromSymbol(void* dst, const T& symbol, size_t n) {
   return cudaMemcpyFromSymbol(dst, symbol, n);
 }
 inline int gpuPropArch(const gpuDeviceProp& p) { return p.major * 10 + p.minor; }
+// True when p is device memory (not host memory the device can read through a copy).
+inline bool gpuIsDevicePointer(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
 #endif
 
 // Evaluates a gpu* call; on failure returns a Status carrying the runtime's message (a static

@@ -44,8 +44,27 @@ __global__ void nhwc_to_nchw_kernel(const Ti* x, To* y, int c, int hw, int64_t x
   }
 }
 
+// Few channels (an RGB input): one thread per pixel, reading each channel plane coalesced and
+// writing its pixel's cp values; a 32x32 tile would leave most of its threads idle.
+template <class Ti, class To>
+__global__ void nchw_to_nhwc_small_kernel(const Ti* x, To* y, int c, int cp, int64_t hw, int64_t total,
+                                          int64_t y_ps) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const int64_t img = i / hw, pos = i - img * hw;
+  const Ti* xi = x + img * c * hw + pos;
+  To* yo = y + i * y_ps;
+  for (int ch = 0; ch < cp; ++ch) yo[ch] = from_f<To>(ch < c ? to_f(xi[ch * hw]) : 0.f);
+}
+
 template <class Ti, class To>
 void launch_to_nhwc(const void* x, void* y, int n, int c, int cp, int hw, int64_t y_ps, gpuStream_t stream) {
+  if (cp <= 8) {
+    const int64_t total = static_cast<int64_t>(n) * hw;
+    nchw_to_nhwc_small_kernel<Ti, To><<<static_cast<unsigned>(ceil_div(total, 256)), 256, 0, stream>>>(
+        static_cast<const Ti*>(x), static_cast<To*>(y), c, cp, hw, total, y_ps);
+    return;
+  }
   const dim3 grid(static_cast<unsigned>(ceil_div(hw, 32)), static_cast<unsigned>(ceil_div(cp, 32)), n);
   nchw_to_nhwc_kernel<Ti, To>
       <<<grid, dim3(32, 8), 0, stream>>>(static_cast<const Ti*>(x), static_cast<To*>(y), c, cp, hw, y_ps);

@@ -64,3 +64,27 @@ INFERA_GPU_KERNEL(f16_layout_nchw_to_nhwc, kLayout, kF16, "tiled transpose, inpu
 INFERA_GPU_KERNEL(f32_layout_nchw_to_nhwc, kLayout, kF32, "tiled transpose, input fp32 or fp16")
 INFERA_GPU_KERNEL(f16_layout_nhwc_to_nchw, kLayout, kF16, "tiled transpose, input fp32 or fp16")
 INFERA_GPU_KERNEL(f32_layout_nhwc_to_nchw, kLayout, kF32, "tiled transpose, input fp32 or fp16")
+
+// Strided copies of plain tensors (Transpose, Slice, Split, Concat, Expand). Bits are copied: the
+// f16 variants move any 2-byte type, the f32 ones any 4-byte type and int64 as pairs of words.
+INFERA_GPU_KERNEL(f16_copy_strided, kCopy, kF16, "rank <= 6 gather/scatter, up to 16 bytes per thread")
+INFERA_GPU_KERNEL(f32_copy_strided, kCopy, kF32, "rank <= 6 gather/scatter, up to 16 bytes per thread")
+INFERA_GPU_KERNEL(f16_transpose_tiled_64x64, kTranspose, kF16, "shared-memory tile, 4-byte accesses")
+INFERA_GPU_KERNEL(f16_transpose_tiled_32x32, kTranspose, kF16, "shared-memory tile")
+INFERA_GPU_KERNEL(f32_transpose_tiled_32x32, kTranspose, kF32, "shared-memory tile")
+
+// LayerNormalization over the last axis (fp32 statistics).
+INFERA_GPU_KERNEL(f16_layernorm_lastaxis_warp, kLayerNorm, kF16, "one warp per row, row in registers, cols <= 1024")
+INFERA_GPU_KERNEL(f32_layernorm_lastaxis_warp, kLayerNorm, kF32, "one warp per row, row in registers, cols <= 1024")
+INFERA_GPU_KERNEL(f16_layernorm_lastaxis_block, kLayerNorm, kF16, "one block per row, row in registers, cols <= 8192")
+INFERA_GPU_KERNEL(f32_layernorm_lastaxis_block, kLayerNorm, kF32, "one block per row, row in registers, cols <= 8192")
+INFERA_GPU_KERNEL(f16_layernorm_lastaxis_loop, kLayerNorm, kF16, "one block per row, three reads, any cols")
+INFERA_GPU_KERNEL(f32_layernorm_lastaxis_loop, kLayerNorm, kF32, "one block per row, three reads, any cols")
+
+// Sum / mean / max / min reductions (fp32 accumulation, NaN propagating max / min).
+INFERA_GPU_KERNEL(f16_reduce_lastaxis_warp, kReduce, kF16, "one warp per row, cols <= 1024")
+INFERA_GPU_KERNEL(f32_reduce_lastaxis_warp, kReduce, kF32, "one warp per row, cols <= 1024")
+INFERA_GPU_KERNEL(f16_reduce_lastaxis_block, kReduce, kF16, "one block per row")
+INFERA_GPU_KERNEL(f32_reduce_lastaxis_block, kReduce, kF32, "one block per row")
+INFERA_GPU_KERNEL(f16_reduce_middle, kReduce, kF16, "32 inner x 8 reduce threads per block")
+INFERA_GPU_KERNEL(f32_reduce_middle, kReduce, kF32, "32 inner x 8 reduce threads per block")
