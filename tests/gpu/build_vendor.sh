@@ -14,7 +14,7 @@ cudnn_lib=${CUDNN_LIB:-$cuda_lib}
 cudnn_inc=${CUDNN_INCLUDE:-$(dirname "$(dirname "$nvcc")")/include}
 [[ -f $cudnn_inc/cudnn.h ]] || { echo "build_vendor.sh: no cudnn.h in $cudnn_inc (set CUDNN_INCLUDE)" >&2; exit 1; }
 mkdir -p "$out/obj"
-flags=(-std=c++20 -O3 -DINFERA_GPU_CUDA -I"$root/src" -I"$cudnn_inc"
+flags=(-std=c++20 -O3 -DINFERA_GPU_CUDA -DINFERA_HAVE_CUDNN -I"$root/src" -I"$cudnn_inc"
   -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
   -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror)
 export nvcc out root

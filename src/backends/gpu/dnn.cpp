@@ -6,7 +6,7 @@
 // heuristics, execution plans, a variant pack per run.
 #include "backends/gpu/dnn.h"
 
-#if defined(INFERA_GPU_CUDA)
+#if defined(INFERA_HAVE_CUDNN)
 #include <cudnn.h>
 
 #include <algorithm>
@@ -18,7 +18,7 @@
 
 namespace infera::gpu {
 
-#if !defined(INFERA_GPU_CUDA)
+#if !defined(INFERA_HAVE_CUDNN)
 
 int dnn_version() { return 0; }
 bool dnn_fuses(const Activation&) { return false; }
@@ -31,7 +31,7 @@ Status dnn_conv_run(const VendorCandidate&, const ConvTensors&, void*, size_t, g
   return Status{"cudnn: not part of this build"};
 }
 
-#else  // INFERA_GPU_CUDA
+#else  // INFERA_HAVE_CUDNN
 
 namespace {
 
@@ -702,6 +702,6 @@ Status dnn_conv_run(const VendorCandidate& c, const ConvTensors& t, void* worksp
   return Status::success();
 }
 
-#endif  // INFERA_GPU_CUDA
+#endif  // INFERA_HAVE_CUDNN
 
 }  // namespace infera::gpu

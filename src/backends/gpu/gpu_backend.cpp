@@ -5,6 +5,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "backends/gpu/blas.h"
+#include "backends/gpu/dnn.h"
 #include "backends/gpu/gpu_internal.h"
 #include "ops/activation.h"
 
@@ -346,6 +348,8 @@ class GpuBackend : public Backend {
   static std::string describe_device(const GpuDevice& d) {
     std::string r = d.name + ", arch " + std::to_string(d.info.arch) + ", " + std::to_string(d.info.sm_count) +
                     " multiprocessors, " + std::to_string(d.total_memory >> 20) + " MiB";
+    auto ver = [](int v) { return v ? std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) : "absent"; };
+    r += "; cuDNN " + ver(gpu::dnn_version()) + ", cuBLASLt " + ver(gpu::blas_version());
     return r;
   }
 

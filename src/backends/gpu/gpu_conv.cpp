@@ -1,11 +1,16 @@
 // The GPU's matrix ops: Conv / FusedConv (implicit GEMM, depthwise and grouped direct kernels,
 // bias + residual + activation fused) and Gemm / FusedGemm / MatMul. Each layer times its
-// candidate kernels once when the plan is made and keeps the fastest; the winner and its time
-// are in the step's implementation name (`infera info --device gpu --plan`).
+// candidate kernels once when the plan is made and keeps the fastest: ours, and unless
+// SessionOptions::vendor_libraries is off, cuDNN's fused conv engines (dnn.h) and cuBLASLt's GEMM
+// algorithms (blas.h) with the same epilogue. The winner and its time are in the step's
+// implementation name (`infera info --device gpu --plan`).
 #include <algorithm>
 #include <cfloat>
 #include <cstdio>
+#include <optional>
 
+#include "backends/gpu/blas.h"
+#include "backends/gpu/dnn.h"
 #include "backends/gpu/gpu_internal.h"
 #include "ops/conv.h"
 #include "ops/matmul.h"
@@ -137,7 +142,7 @@ class ConvKernel : public GpuKernel {
     return choose();
   }
 
-  size_t scratch_bytes() const override { return best_.workspace_bytes; }
+  size_t scratch_bytes() const override { return vendor_ ? vendor_->workspace_bytes : best_.workspace_bytes; }
 
   Status run(ComputeContext& ctx) const override {
     gpu::ConvTensors t;
@@ -147,8 +152,12 @@ class ConvKernel : public GpuKernel {
     t.ep.bias = static_cast<const float*>(bias_.get());
     if (p_.residual) t.ep.residual = {ctx.in(3).data, 0, 0};
     t.ep.act = p_.act;
-    INFERA_GPU_OK(ctx.node.label(),
-                  gpu::conv_forward(p_.shape, best_, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
+    if (vendor_)
+      INFERA_GPU_OK(ctx.node.label(),
+                    gpu::dnn_conv_run(*vendor_, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
+    else
+      INFERA_GPU_OK(ctx.node.label(),
+                    gpu::conv_forward(p_.shape, best_, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
     return Status::ok();
   }
 
@@ -178,20 +187,36 @@ class ConvKernel : public GpuKernel {
     double best = DBL_MAX;
     std::string tried;
     for (const gpu::Candidate& cd : cands) {
-      const double ms = cands.size() == 1 ? 0.0 : time_ms(cfg_.dev.index, [&](gpuStream_t st) {
+      const double ms = time_ms(cfg_.dev.index, [&](gpuStream_t st) {
         return gpu::conv_forward(s, cd, t, w.value(), ws, st);
       });
       if (ms < best) best = ms, best_ = cd;
-      if (cands.size() > 1) tried += std::string(tried.empty() ? "" : ", ") + cd.name + " " + ms_str(ms);
+      tried += std::string(tried.empty() ? "" : ", ") + cd.name + " " + ms_str(ms);
+    }
+    if (cfg_.vendor_libs && gpu::dnn_fuses(p_.act)) {
+      // cuDNN's engines for the same fused conv; timed only when ours ran (a baseline to beat).
+      std::vector<gpu::VendorCandidate> vc = gpu::dnn_conv_candidates(s, t.ep, cfg_.tf32, cfg_.dev.index);
+      size_t vws = 0;
+      for (const auto& v : vc) vws = std::max(vws, v.workspace_bytes);
+      auto vw = sc.get(cfg_.dev.index, std::max<size_t>(vws, 1));
+      for (size_t i = 0; vw.is_ok() && best < DBL_MAX && i < vc.size(); ++i) {
+        const double ms = time_ms(cfg_.dev.index, [&](gpuStream_t st) {
+          return gpu::dnn_conv_run(vc[i], t, vw.value(), vws, st);
+        });
+        if (ms < best) best = ms, vendor_ = vc[i];
+        tried += ", " + vc[i].name + " " + ms_str(ms);
+      }
     }
     if (best == DBL_MAX) return Status::error(StatusCode::kDeviceError, "gpu: every conv candidate failed to run");
-    impl_ = std::string(best_.name) + (cands.size() > 1 ? " (" + ms_str(best) + " of: " + tried + ")" : "");
+    const std::string name = vendor_ ? vendor_->name : std::string(best_.name);
+    impl_ = name + (tried.find(',') != std::string::npos ? " (" + ms_str(best) + " of: " + tried + ")" : "");
     return Status::ok();
   }
 
   ConvPlan p_;
   DeviceBuffer w_, bias_;
   gpu::Candidate best_;
+  std::optional<gpu::VendorCandidate> vendor_;  // cuDNN's engine, when it beat ours
 };
 
 Result<std::unique_ptr<StepKernel>> conv_create(const GpuConfig& c, const StepRequest& req) {
@@ -298,7 +323,7 @@ class GemmKernel : public GpuKernel {
     return choose();
   }
 
-  size_t scratch_bytes() const override { return best_.workspace_bytes; }
+  size_t scratch_bytes() const override { return vendor_ ? vendor_->workspace_bytes : best_.workspace_bytes; }
 
   Status run(ComputeContext& ctx) const override {
     gpu::GemmTensors t;
@@ -307,7 +332,12 @@ class GemmKernel : public GpuKernel {
     t.c = ctx.out(0).data;
     t.bias = static_cast<const float*>(bias_.get());
     t.act = p_.act;
-    INFERA_GPU_OK(ctx.node.label(), gpu::gemm(p_.shape, best_, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
+    if (vendor_)
+      INFERA_GPU_OK(ctx.node.label(),
+                    gpu::blas_gemm_run(*vendor_, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
+    else
+      INFERA_GPU_OK(ctx.node.label(),
+                    gpu::gemm(p_.shape, best_, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
     return Status::ok();
   }
 
@@ -335,20 +365,36 @@ class GemmKernel : public GpuKernel {
     double best = DBL_MAX;
     std::string tried;
     for (const gpu::Candidate& cd : cands) {
-      const double ms = cands.size() == 1 ? 0.0 : time_ms(cfg_.dev.index, [&](gpuStream_t st) {
+      const double ms = time_ms(cfg_.dev.index, [&](gpuStream_t st) {
         return gpu::gemm(s, cd, t, w.value(), ws, st);
       });
       if (ms < best) best = ms, best_ = cd;
-      if (cands.size() > 1) tried += std::string(tried.empty() ? "" : ", ") + cd.name + " " + ms_str(ms);
+      tried += std::string(tried.empty() ? "" : ", ") + cd.name + " " + ms_str(ms);
+    }
+    if (cfg_.vendor_libs && gpu::blas_fuses(p_.act)) {
+      std::vector<gpu::VendorCandidate> vc =
+          gpu::blas_gemm_candidates(s, t.bias != nullptr, p_.act, cfg_.tf32, cfg_.dev.index);
+      size_t vws = 0;
+      for (const auto& v : vc) vws = std::max(vws, v.workspace_bytes);
+      auto vw = sc.get(cfg_.dev.index, std::max<size_t>(vws, 1));
+      for (size_t i = 0; vw.is_ok() && best < DBL_MAX && i < vc.size(); ++i) {
+        const double ms = time_ms(cfg_.dev.index, [&](gpuStream_t st) {
+          return gpu::blas_gemm_run(vc[i], t, vw.value(), vws, st);
+        });
+        if (ms < best) best = ms, vendor_ = vc[i];
+        tried += ", " + vc[i].name + " " + ms_str(ms);
+      }
     }
     if (best == DBL_MAX) return Status::error(StatusCode::kDeviceError, "gpu: every gemm candidate failed to run");
-    impl_ = std::string(best_.name) + (cands.size() > 1 ? " (" + ms_str(best) + " of: " + tried + ")" : "");
+    const std::string name = vendor_ ? vendor_->name : std::string(best_.name);
+    impl_ = name + (tried.find(',') != std::string::npos ? " (" + ms_str(best) + " of: " + tried + ")" : "");
     return Status::ok();
   }
 
   GemmPlan p_;
   DeviceBuffer b_, bias_;
   gpu::Candidate best_;
+  std::optional<gpu::VendorCandidate> vendor_;  // cuBLASLt's algorithm, when it beat ours
 };
 
 Result<std::unique_ptr<StepKernel>> gemm_create(const GpuConfig& c, const StepRequest& req) {
