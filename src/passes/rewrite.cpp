@@ -55,20 +55,69 @@ void replace_uses(Graph& g, int from, int to, int except) {
   }
 }
 
-bool bypass_node(Graph& g, int node) {
+UseIndex::UseIndex(const Graph& g) {
+  grow(g.values.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (g.nodes[n].dead) continue;
+    const auto& in = g.nodes[n].inputs;
+    for (size_t s = 0; s < in.size(); ++s)
+      if (in[s] >= 0) uses_[in[s]].emplace_back(static_cast<int>(n), static_cast<int>(s));
+  }
+  for (int v : g.outputs) output_[v] = 1;
+}
+
+void UseIndex::grow(size_t nv) {
+  if (uses_.size() < nv) {
+    uses_.resize(nv);
+    output_.resize(nv, 0);
+  }
+}
+
+int UseIndex::count(const Graph& g, int v) const {
+  if (v < 0 || v >= static_cast<int>(uses_.size())) return 0;
+  int c = 0;
+  for (auto [n, s] : uses_[v]) c += !g.nodes[n].dead && g.nodes[n].inputs[s] == v;
+  return c;
+}
+
+void replace_uses(Graph& g, UseIndex& idx, int from, int to, int except) {
+  if (from < 0 || to < 0 || from == to) return;
+  idx.grow(std::max(from, to) + 1);
+  std::vector<std::pair<int, int>> keep;
+  for (auto [n, s] : idx.uses_[from]) {
+    Node& node = g.nodes[n];
+    if (node.dead || node.inputs[s] != from) continue;  // stale entry
+    if (n == except) {
+      keep.emplace_back(n, s);
+      continue;
+    }
+    node.inputs[s] = to;
+    idx.uses_[to].emplace_back(n, s);
+  }
+  idx.uses_[from] = std::move(keep);
+}
+
+bool bypass_node(Graph& g, int node, UseIndex* idx) {
   Node& n = g.nodes[node];
   if (n.dead || n.inputs.empty() || n.outputs.empty()) return false;
   int x = n.inputs[0], y = n.outputs[0];
   if (x < 0 || y < 0) return false;
-  if (!g.is_graph_output(y)) {
-    replace_uses(g, y, x, node);
+  auto rewire = [&](int from, int to) {
+    if (idx)
+      replace_uses(g, *idx, from, to, node);
+    else
+      replace_uses(g, from, to, node);
+  };
+  auto is_output = [&](int v) { return idx ? idx->is_graph_output(v) : g.is_graph_output(v); };
+  if (!is_output(y)) {
+    rewire(y, x);
     n.dead = true;
     return true;
   }
   // y must keep its name: make x's producer write y instead, when x is free to vanish.
   int p = producer_of(g, x);
-  if (p < 0 || g.is_graph_output(x)) return false;
-  replace_uses(g, x, y, node);
+  if (p < 0 || is_output(x)) return false;
+  rewire(x, y);
   for (int& o : g.nodes[p].outputs)
     if (o == x) o = y;
   g.values[y].producer = p;

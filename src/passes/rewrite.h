@@ -24,13 +24,37 @@ int count_uses(const Graph& g, int v);
 // and has no other reader; -1 otherwise. cons is Graph::consumers(), possibly stale.
 int sole_consumer(const Graph& g, const std::vector<std::vector<int>>& cons, int v);
 
-// Makes every live node (except `except`) read `to` where it read `from`.
+// Makes every live node (except `except`) read `to` where it read `from`. Scans the graph: a
+// pass that rewires many values uses a UseIndex instead.
 void replace_uses(Graph& g, int from, int to, int except = -1);
+
+// The readers of every value (node, input slot) and which values are graph outputs, built once
+// (O(n)) and kept current by the calls that take it, so that a pass bypassing k nodes costs
+// O(n + k) instead of O(n k). Nodes a pass adds after building it are not in it: passes that
+// add nodes either add them to no index or rebuild it.
+class UseIndex {
+ public:
+  explicit UseIndex(const Graph& g);
+  // Input slots of live nodes that read v.
+  int count(const Graph& g, int v) const;
+  bool is_graph_output(int v) const { return v >= 0 && v < static_cast<int>(output_.size()) && output_[v]; }
+
+ private:
+  friend void replace_uses(Graph& g, UseIndex& idx, int from, int to, int except);
+  friend bool bypass_node(Graph& g, int node, UseIndex* idx);
+  void grow(size_t nv);
+  std::vector<std::vector<std::pair<int, int>>> uses_;  // per value: (node, slot), possibly stale
+  std::vector<char> output_;
+};
+
+// replace_uses through the index: touches only the readers of `from`.
+void replace_uses(Graph& g, UseIndex& idx, int from, int to, int except = -1);
 
 // Removes live node `node` whose first output equals its first input, rewiring readers to the
 // input. A graph output keeps its name (the input's producer writes it instead); false, and the
 // node stays, when that cannot be done (the input is a graph input, constant or graph output).
-bool bypass_node(Graph& g, int node);
+// With an index, rewiring costs the readers of the values involved, not a graph scan.
+bool bypass_node(Graph& g, int node, UseIndex* idx = nullptr);
 
 // Adds a constant value named after base (made unique).
 int add_constant(Graph& g, const std::string& base, Tensor t);
