@@ -47,14 +47,15 @@ size_t count_overlap_pairs(const std::vector<size_t>& ids, const std::vector<int
 }
 
 // Exact greedy by size with best fit, looking only at overlapping neighbours.
-size_t greedy_by_size(const std::vector<size_t>& ids, const std::vector<size_t>& len, const std::vector<int>& first,
-                      const std::vector<int>& last, std::vector<int64_t>& offsets) {
+size_t greedy_by_size(const std::vector<size_t>& ids, const std::vector<size_t>& size, const std::vector<size_t>& len,
+                      const std::vector<int>& first, const std::vector<int>& last, std::vector<int64_t>& offsets) {
   const size_t m = ids.size();
   // rank[k]: the position of ids[k] in placing order (size descending, then id ascending, as
   // the stable sort of the quadratic form did).
   std::vector<size_t> order(m);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return len[a] > len[b]; });
+  // By the requested size, not the aligned one: ties between sizes that round alike keep this order.
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size[ids[a]] > size[ids[b]]; });
   std::vector<size_t> rank(m);
   for (size_t r = 0; r < m; ++r) rank[order[r]] = r;
 
@@ -212,7 +213,7 @@ size_t plan_memory(const std::vector<size_t>& size, const std::vector<int>& firs
     end[i] = std::max(first[i], last[i]);
   }
   if (count_overlap_pairs(ids, first, end) <= pair_budget(ids.size()))
-    return greedy_by_size(ids, len, first, end, offsets);
+    return greedy_by_size(ids, size, len, first, end, offsets);
   return sweep_best_fit(ids, len, first, end, offsets);
 }
 
