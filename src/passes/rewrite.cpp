@@ -56,14 +56,19 @@ void replace_uses(Graph& g, int from, int to, int except) {
 }
 
 UseIndex::UseIndex(const Graph& g) {
-  grow(g.values.size());
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    if (g.nodes[n].dead) continue;
-    const auto& in = g.nodes[n].inputs;
-    for (size_t s = 0; s < in.size(); ++s)
-      if (in[s] >= 0) uses_[in[s]].emplace_back(static_cast<int>(n), static_cast<int>(s));
-  }
+  sync(g);
   for (int v : g.outputs) output_[v] = 1;
+}
+
+void UseIndex::sync(const Graph& g) {
+  grow(g.values.size());
+  for (; indexed_nodes_ < g.nodes.size(); ++indexed_nodes_) {
+    const Node& node = g.nodes[indexed_nodes_];
+    if (node.dead) continue;
+    for (size_t s = 0; s < node.inputs.size(); ++s)
+      if (node.inputs[s] >= 0)
+        uses_[node.inputs[s]].emplace_back(static_cast<int>(indexed_nodes_), static_cast<int>(s));
+  }
 }
 
 void UseIndex::grow(size_t nv) {
@@ -73,25 +78,34 @@ void UseIndex::grow(size_t nv) {
   }
 }
 
-int UseIndex::count(const Graph& g, int v) const {
-  if (v < 0 || v >= static_cast<int>(uses_.size())) return 0;
-  int c = 0;
-  for (auto [n, s] : uses_[v]) c += !g.nodes[n].dead && g.nodes[n].inputs[s] == v;
-  return c;
+std::vector<std::pair<int, int>> UseIndex::readers(const Graph& g, int v) {
+  sync(g);
+  std::vector<std::pair<int, int>> r;
+  if (v < 0 || v >= static_cast<int>(uses_.size())) return r;
+  for (auto [n, s] : uses_[v])
+    if (!g.nodes[n].dead && g.nodes[n].inputs[s] == v) r.emplace_back(n, s);
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  return r;
+}
+
+int UseIndex::count(const Graph& g, int v) { return static_cast<int>(readers(g, v).size()); }
+
+int sole_consumer(const Graph& g, UseIndex& idx, int v) {
+  if (v < 0 || idx.is_graph_output(v)) return -1;
+  auto r = idx.readers(g, v);
+  return r.size() == 1 ? r[0].first : -1;
 }
 
 void replace_uses(Graph& g, UseIndex& idx, int from, int to, int except) {
   if (from < 0 || to < 0 || from == to) return;
-  idx.grow(std::max(from, to) + 1);
   std::vector<std::pair<int, int>> keep;
-  for (auto [n, s] : idx.uses_[from]) {
-    Node& node = g.nodes[n];
-    if (node.dead || node.inputs[s] != from) continue;  // stale entry
+  for (auto [n, s] : idx.readers(g, from)) {
     if (n == except) {
       keep.emplace_back(n, s);
       continue;
     }
-    node.inputs[s] = to;
+    g.nodes[n].inputs[s] = to;
     idx.uses_[to].emplace_back(n, s);
   }
   idx.uses_[from] = std::move(keep);

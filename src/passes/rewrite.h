@@ -29,23 +29,32 @@ int sole_consumer(const Graph& g, const std::vector<std::vector<int>>& cons, int
 void replace_uses(Graph& g, int from, int to, int except = -1);
 
 // The readers of every value (node, input slot) and which values are graph outputs, built once
-// (O(n)) and kept current by the calls that take it, so that a pass bypassing k nodes costs
-// O(n + k) instead of O(n k). Nodes a pass adds after building it are not in it: passes that
-// add nodes either add them to no index or rebuild it.
+// (O(n)) and kept current, so that a pass rewiring or querying k values costs O(n + k) instead of
+// O(n k). Nodes appended to the graph and new values are picked up by every query (sync); inputs
+// of nodes already indexed must change only through replace_uses(g, idx, ...) (entries that went
+// stale otherwise are skipped, but a reader added behind the index's back is missed).
 class UseIndex {
  public:
   explicit UseIndex(const Graph& g);
+  // Indexes the nodes appended and the values added since the last call.
+  void sync(const Graph& g);
   // Input slots of live nodes that read v.
-  int count(const Graph& g, int v) const;
+  int count(const Graph& g, int v);
   bool is_graph_output(int v) const { return v >= 0 && v < static_cast<int>(output_.size()) && output_[v]; }
 
  private:
   friend void replace_uses(Graph& g, UseIndex& idx, int from, int to, int except);
-  friend bool bypass_node(Graph& g, int node, UseIndex* idx);
+  friend int sole_consumer(const Graph& g, UseIndex& idx, int v);
   void grow(size_t nv);
+  // The live (node, slot) pairs reading v now, each once.
+  std::vector<std::pair<int, int>> readers(const Graph& g, int v);
   std::vector<std::vector<std::pair<int, int>>> uses_;  // per value: (node, slot), possibly stale
   std::vector<char> output_;
+  size_t indexed_nodes_ = 0;
 };
+
+// sole_consumer through the index: O(readers of v), exact (no stale consumer lists).
+int sole_consumer(const Graph& g, UseIndex& idx, int v);
 
 // replace_uses through the index: touches only the readers of `from`.
 void replace_uses(Graph& g, UseIndex& idx, int from, int to, int except = -1);

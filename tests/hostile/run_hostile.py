@@ -2,7 +2,7 @@
 """Hostile inputs from the red-team pass (issue 7): each case once crashed, hung, or gave a wrong
 answer; each must now give a clean one-line error or the right answer, within its time limit.
 
-    python3 tests/hostile/run_hostile.py [--infera build/infera] [-k SUBSTRING] [-v]
+    python3 tests/hostile/run_hostile.py [--infera build/infera] [-k SUBSTRING] [-v] [--time-scale X]
 
 Needs onnx + numpy (PyPI). The cases are written to a temporary folder (nothing is kept). Kinds:
   refuse  exit 1, exactly one stderr line, no crash text, and `needle` in that line
@@ -355,6 +355,8 @@ def main():
     ap.add_argument("--infera", default="build/infera")
     ap.add_argument("-k", default="", help="only cases whose name contains this")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each case's stderr and time")
+    ap.add_argument("--time-scale", type=float, default=1.0,
+                    help="multiply every time limit (sanitizer builds are slower)")
     args = ap.parse_args()
     if not (os.path.isfile(args.infera) and os.access(args.infera, os.X_OK)):
         sys.stderr.write("run_hostile.py: %s is not an executable; build infera first\n" % args.infera)
@@ -367,6 +369,7 @@ def main():
         for c in s.cases:
             if args.k and args.k not in c["name"]:
                 continue
+            c["timeout"] = int(c["timeout"] * args.time_scale)
             why, err, secs = s.run_case(c)
             ok = why is None
             passed += ok

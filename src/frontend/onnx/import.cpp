@@ -278,7 +278,7 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
 }
 
 Result<Tensor> tensor_from_pb_bytes(const std::string& bytes, const std::string& path) {
-  if (static_cast<int64_t>(bytes.size()) >= kMaxModelBytes)
+  if (static_cast<int64_t>(bytes.size()) > kMaxModelBytes)
     return Status::error(path + ": tensor file larger than 2 GiB");
   onnx::TensorProto tp;
   if (!parse_proto(tp, bytes)) return Status::error(path + ": not a valid ONNX TensorProto file");
@@ -286,13 +286,13 @@ Result<Tensor> tensor_from_pb_bytes(const std::string& bytes, const std::string&
 }
 
 Result<Tensor> load_tensor_pb(const std::string& path) {
-  auto bytes = read_binary_file(path, "tensor file", kMaxModelBytes - 1);
+  auto bytes = read_binary_file(path, "tensor file", kMaxModelBytes);
   if (!bytes.is_ok()) return bytes.status();
   return tensor_from_pb_bytes(bytes.value(), path);
 }
 
 Result<Graph> import_onnx_file(const std::string& path) {
-  auto bytes = read_binary_file(path, "model file", kMaxModelBytes - 1);
+  auto bytes = read_binary_file(path, "model file", kMaxModelBytes);
   if (!bytes.is_ok()) return bytes.status();
   std::string dir = ".";
   size_t slash = path.find_last_of('/');
