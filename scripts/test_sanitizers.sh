@@ -48,9 +48,11 @@ suites=${only//hostile/}
 suites=$(echo "$suites" | sed -e 's/,,*/,/g' -e 's/^,//' -e 's/,$//')
 rc=0 pass=0 fail=0
 if [ -n "$suites" ]; then
-  out=$(bash scripts/test_all.sh --no-setup --no-build --only "$suites" --jobs "$jobs" 2>&1 | tee /dev/stderr)
-  rc=$?
-  last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -n 1)
+  mkdir -p "$BUILD_DIR/test-logs"
+  bash scripts/test_all.sh --no-setup --no-build --only "$suites" --jobs "$jobs" 2>&1 \
+    | tee "$BUILD_DIR/test-logs/suites.log"
+  rc=${PIPESTATUS[0]}
+  last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$BUILD_DIR/test-logs/suites.log" | tail -n 1)
   [[ "$last" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed ]] && pass=${BASH_REMATCH[1]} fail=${BASH_REMATCH[2]}
   [ -z "$last" ] && fail=$((fail + 1))
 fi
@@ -58,6 +60,7 @@ if [[ ",$only," == *",hostile,"* ]]; then
   PY=${PYTHON:-python3}
   [ -z "${PYTHON:-}" ] && [ -x .venv/bin/python ] && PY=.venv/bin/python
   mkdir -p "$BUILD_DIR/test-logs"
+  echo
   echo "=== hostile"
   # Sanitized code is 2-5x slower: the per-case time limits scale with it.
   "$PY" tests/hostile/run_hostile.py --infera "$BUILD_DIR/infera" --time-scale 4 2>&1 | tee "$BUILD_DIR/test-logs/hostile.log"
