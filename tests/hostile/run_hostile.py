@@ -102,7 +102,7 @@ class Suite:
         try:
             p = subprocess.run(cmd, capture_output=True, timeout=c["timeout"], stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
-            return "no answer within %d s (hang or quadratic time)" % c["timeout"], "", 0
+            return "no answer within %d s (hang or quadratic time)" % c["timeout"], "", c["timeout"]
         secs = time.time() - t0
         out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
         for t in CRASH:
@@ -350,6 +350,35 @@ def chain_cases(s):
               expect={"y.npy": want}, timeout=20)
 
 
+def wide_cases(s):
+    # 60,000 values alive at once (Split -> Relu each -> one Concat): the planner compared every
+    # pair, > 2 min before; now the linear-time allocator path.
+    n = 60000
+    m = model([], [vi("x", [n])], [vi("y", None)])
+    split = m.graph.node.add()
+    split.op_type = "Split"
+    split.input.append("x")
+    split.output.extend(["s%d" % i for i in range(n)])
+    split.attribute.extend([helper.make_attribute("axis", 0)])
+    for i in range(n):
+        r = m.graph.node.add()
+        r.op_type = "Relu"
+        r.input.append("s%d" % i)
+        r.output.append("r%d" % i)
+    cat = m.graph.node.add()
+    cat.op_type = "Concat"
+    cat.input.extend(["r%d" % i for i in range(n)])
+    cat.output.append("y")
+    cat.attribute.extend([helper.make_attribute("axis", 0)])
+    name = "wide_split_relu_concat_60k"
+    mp = s.save(name, m)
+    x = RNG.standard_normal(n).astype(np.float32)
+    f = s.file(name, "x.npy", x)
+    s.add(name, "Split into 60,000 -> Relu each -> Concat (60k values alive at once)",
+          ["run", mp, "--threads", "1", "--input", "x=" + f, "--output-dir", "@OUT"], "answer",
+          expect={"y.npy": np.maximum(x, 0)}, timeout=20)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--infera", default="build/infera")
@@ -364,7 +393,8 @@ def main():
     passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="infera-hostile-") as root:
         s = Suite(root, os.path.abspath(args.infera))
-        for make in (npy_cases, bool_cases, omitted_output_cases, symlink_cases, limit_cases, chain_cases):
+        for make in (npy_cases, bool_cases, omitted_output_cases, symlink_cases, limit_cases, chain_cases,
+                     wide_cases):
             make(s)
         for c in s.cases:
             if args.k and args.k not in c["name"]:

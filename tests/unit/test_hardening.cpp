@@ -441,6 +441,24 @@ TEST(OmittedOutputs, PlaceholderNameCannotClashWithTheFile) {
   EXPECT_EQ(r.value()[0].data_as<float>()[1], -x.data_as<float>()[1]);
 }
 
+TEST(FuzzRegressions, ConvPerAxisAttributeShorterThanTheRank) {
+  // fuzz_model: a 2-D Conv with strides=[2], no kernel_shape and an unknown channel dim read
+  // strides[1] (heap-buffer-overflow in the partial-shape path of inference).
+  for (const char* attr : {"strides", "dilations"}) {
+    ModelBuilder b(11);
+    b.input("x", {1, 1, 7, 5});
+    b.g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->clear_dim_value();
+    b.input("W", {1, 1, 3, 3});
+    set_ints(b.node("Conv", {"x", "W"}, {"y"}, "c"), attr, {2});
+    b.output("y");
+    auto s = b.load();
+    ASSERT_FALSE(s.is_ok()) << attr;
+    EXPECT_NE(s.message().find(std::string("attribute '") + attr + "' has 1 values, input X has 2 spatial dims"),
+              std::string::npos)
+        << s.message();
+  }
+}
+
 // ------------------------------------------------------------------------------ limits
 
 TEST(Limits, RankIsCheckedAtImportAndWhereInferenceGrowsIt) {
