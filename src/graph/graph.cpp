@@ -1,7 +1,6 @@
 #include "graph/graph.h"
 
 #include <algorithm>
-#include <queue>
 #include <set>
 
 namespace infera {
@@ -137,11 +136,14 @@ size_t Graph::live_node_count() const {
 }
 
 Status Graph::compact() {
-  // Drop dead nodes.
-  std::vector<Node> kept;
-  for (Node& n : nodes)
-    if (!n.dead) kept.push_back(std::move(n));
-  nodes = std::move(kept);
+  // Drop dead nodes (in place: a pass that removed nothing costs one scan, not a copy).
+  size_t kept = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].dead) continue;
+    if (kept != i) nodes[kept] = std::move(nodes[i]);
+    ++kept;
+  }
+  nodes.resize(kept);
   // Drop values nothing references.
   std::vector<char> used(values.size(), 0);
   for (int v : inputs) used[v] = 1;
@@ -152,26 +154,31 @@ Status Graph::compact() {
     for (int v : n.outputs)
       if (v >= 0) used[v] = 1;
   }
-  std::vector<int> remap(values.size(), -1);
-  std::vector<Value> nv;
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (!used[i]) continue;
-    remap[i] = static_cast<int>(nv.size());
-    nv.push_back(std::move(values[i]));
+  if (std::find(used.begin(), used.end(), 0) != used.end()) {
+    std::vector<int> remap(values.size(), -1);
+    size_t nv = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (!used[i]) continue;
+      remap[i] = static_cast<int>(nv);
+      if (nv != i) values[nv] = std::move(values[i]);
+      ++nv;
+    }
+    values.resize(nv);
+    auto fix = [&](std::vector<int>& ids) {
+      for (int& v : ids)
+        if (v >= 0) v = remap[v];
+    };
+    fix(inputs);
+    fix(outputs);
+    for (Node& n : nodes) {
+      fix(n.inputs);
+      fix(n.outputs);
+    }
+    // Ids shifted: the name map is rebuilt only then.
+    by_name_.clear();
+    for (size_t i = 0; i < values.size(); ++i)
+      if (!values[i].name.empty()) by_name_[values[i].name] = static_cast<int>(i);
   }
-  values = std::move(nv);
-  auto fix = [&](std::vector<int>& ids) {
-    for (int& v : ids)
-      if (v >= 0) v = remap[v];
-  };
-  fix(inputs);
-  fix(outputs);
-  for (Node& n : nodes) {
-    fix(n.inputs);
-    fix(n.outputs);
-  }
-  by_name_.clear();
-  for (size_t i = 0; i < values.size(); ++i) by_name_[values[i].name] = static_cast<int>(i);
   return topo_sort(*this);
 }
 
@@ -192,30 +199,37 @@ Status topo_sort(Graph& g) {
   }
   std::vector<char> is_input(nv, 0);
   for (int v : g.inputs) is_input[v] = 1;
-  std::vector<int> pending(g.nodes.size(), 0);
-  std::vector<std::vector<int>> users(g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
+  // Readers of each node's outputs as one flat array (CSR): one allocation, not one per node.
+  const size_t nn = g.nodes.size();
+  std::vector<int> pending(nn, 0);
+  std::vector<size_t> user_begin(nn + 1, 0);
+  for (size_t i = 0; i < nn; ++i) {
     for (int v : g.nodes[i].inputs) {
       if (v < 0) continue;
       if (producer[v] >= 0) {
         pending[i]++;
-        users[producer[v]].push_back(static_cast<int>(i));
+        user_begin[producer[v] + 1]++;
       } else if (!is_input[v] && !g.values[v].constant) {
         return Status::error(g.source + ": " + g.nodes[i].label() + " reads tensor '" + g.values[v].name +
                              "', which no node, input or initializer defines");
       }
     }
   }
-  std::queue<int> ready;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (pending[i] == 0) ready.push(static_cast<int>(i));
+  for (size_t i = 0; i < nn; ++i) user_begin[i + 1] += user_begin[i];
+  std::vector<int> users(user_begin[nn]);
+  std::vector<size_t> fill(user_begin.begin(), user_begin.end() - 1);
+  for (size_t i = 0; i < nn; ++i)
+    for (int v : g.nodes[i].inputs)
+      if (v >= 0 && producer[v] >= 0) users[fill[producer[v]]++] = static_cast<int>(i);
+  // Kahn's algorithm, FIFO: the order passes and plans have always seen.
   std::vector<int> order;
-  while (!ready.empty()) {
-    int n = ready.front();
-    ready.pop();
-    order.push_back(n);
-    for (int u : users[n])
-      if (--pending[u] == 0) ready.push(u);
+  order.reserve(nn);
+  for (size_t i = 0; i < nn; ++i)
+    if (pending[i] == 0) order.push_back(static_cast<int>(i));
+  for (size_t head = 0; head < order.size(); ++head) {
+    const int n = order[head];
+    for (size_t u = user_begin[n]; u < user_begin[n + 1]; ++u)
+      if (--pending[users[u]] == 0) order.push_back(users[u]);
   }
   if (order.size() != g.nodes.size()) {
     for (size_t i = 0; i < g.nodes.size(); ++i)

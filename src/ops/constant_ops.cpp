@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "infera/limits.h"
 #include "ops/elementwise.h"
 #include "ops/tensor_ops.h"
 
@@ -99,6 +100,9 @@ class ConstantOfShapeKernel : public OpKernel {
     if (ss.rank_known && ss.rank() != 1) return ctx.error("input 'input' must be 1-D, found rank %d", ss.rank());
     std::vector<int64_t> dims;
     if (!known_ints(ctx, 0, dims)) {
+      if (ss.rank_known && ss.dims[0].value > limits::kMaxRank)  // before making a Shape of that rank
+        return ctx.error("output rank %lld is more than the limit of %d", (long long)ss.dims[0].value,
+                         limits::kMaxRank);
       ctx.set_output(0, value_->dtype(),
                      ss.rank_known && ss.dims[0].known() ? Shape::of_rank(ss.dims[0].value) : Shape());
       return Status::ok();

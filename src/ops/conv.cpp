@@ -46,9 +46,13 @@ Status infer_conv_shape(InferContext& ctx, const ConvTransposeAttrs& a, bool tra
                      xs.rank_known ? xs.str().c_str() : ws.str().c_str());
   if (xs.rank_known && ws.rank_known && xs.rank() != ws.rank())
     return ctx.error("weight W %s must have the rank of input X %s", ws.str().c_str(), xs.str().c_str());
-  if (!a.kernel_shape.empty() && static_cast<int>(a.kernel_shape.size()) != r - 2)
-    return ctx.error("attribute 'kernel_shape' has %zu values, input X has %d spatial dims", a.kernel_shape.size(),
-                     r - 2);
+  // Every per-axis attribute, before the partial path below indexes it (fuzz_model found strides=[2]
+  // on a 2-D conv with an unknown channel dim reading past the end).
+  for (auto [name, v] : {std::pair<const char*, const std::vector<int64_t>*>{"kernel_shape", &a.kernel_shape},
+                         {"strides", &a.strides},
+                         {"dilations", &a.dilations}})
+    if (!v->empty() && static_cast<int>(v->size()) != r - 2)
+      return ctx.error("attribute '%s' has %zu values, input X has %d spatial dims", name, v->size(), r - 2);
   if (xs.fully_known() && ws.fully_known()) {
     std::vector<int64_t> pads, y;
     Status s = transpose ? conv_transpose_resolve(a, xs.concrete(), ws.concrete(), pads, y)

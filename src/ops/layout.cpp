@@ -2,6 +2,7 @@
 // DepthToSpace, SpaceToDepth. Type-agnostic: elements are copied by size.
 #include <algorithm>
 
+#include "infera/limits.h"
 #include "ops/tensor_ops.h"
 
 namespace infera {
@@ -70,6 +71,9 @@ class ExpandKernel : public OpKernel {
     if (ss.rank_known && ss.rank() != 1) return ctx.error("input 'shape' must be 1-D, found rank %d", ss.rank());
     std::vector<int64_t> shape;
     if (!known_ints(ctx, 1, shape)) {
+      if (ss.rank_known && ss.dims[0].value > limits::kMaxRank)  // before making a Shape of that rank
+        return ctx.error("output rank %lld is more than the limit of %d", (long long)ss.dims[0].value,
+                         limits::kMaxRank);
       if (x.shape.rank_known && ss.rank_known && ss.dims[0].known())
         ctx.set_output(0, x.dtype, Shape::of_rank(std::max<int64_t>(x.shape.rank(), ss.dims[0].value)));
       else

@@ -3,10 +3,20 @@
 #include <algorithm>
 #include <cstring>
 
+#include "infera/limits.h"
 #include "ops/tensor_ops.h"
 
 namespace infera {
 namespace {
+
+// Outputs of these ops may grow the rank (a chain of Unsqueeze, a Reshape to a long shape):
+// refused past the limit before a Shape of that rank is made (a declared shape input of
+// [10^12] would otherwise allocate 10^12 dims).
+Status check_rank(const InferContext& ctx, int64_t rank) {
+  if (rank > limits::kMaxRank)
+    return ctx.error("output rank %lld is more than the limit of %d", (long long)rank, limits::kMaxRank);
+  return Status::ok();
+}
 
 Status copy_input(ComputeContext& ctx) {
   const TensorRef& x = ctx.in(0);
@@ -32,9 +42,12 @@ class ReshapeKernel : public OpKernel {
     if (ss.rank_known && ss.rank() != 1) return ctx.error("input 'shape' must be 1-D, found rank %d", ss.rank());
     std::vector<int64_t> target;
     if (!known_ints(ctx, 1, target)) {
-      ctx.set_output(0, x.dtype, ss.rank_known && ss.dims[0].known() ? Shape::of_rank(ss.dims[0].value) : Shape());
+      const bool rank_known = ss.rank_known && ss.dims[0].known();
+      if (rank_known && !(s = check_rank(ctx, ss.dims[0].value)).is_ok()) return s;
+      ctx.set_output(0, x.dtype, rank_known ? Shape::of_rank(ss.dims[0].value) : Shape());
       return Status::ok();
     }
+    if (!(s = check_rank(ctx, static_cast<int64_t>(target.size()))).is_ok()) return s;
     std::vector<Dim> out(target.size());
     int infer_at = -1;
     for (size_t i = 0; i < target.size(); ++i) {
@@ -276,10 +289,12 @@ class UnsqueezeKernel : public OpKernel {
       return Status::ok();
     }
     if (have == -1) {
+      if (count >= 0 && !(st = check_rank(ctx, x.shape.rank() + count)).is_ok()) return st;
       ctx.set_output(0, x.dtype, count >= 0 ? Shape::of_rank(x.shape.rank() + count) : Shape());
       return Status::ok();
     }
     const int64_t r = x.shape.rank() + static_cast<int64_t>(axes.size());
+    if (!(st = check_rank(ctx, r)).is_ok()) return st;
     st = normalize_axes(ctx, axes, r);
     if (!st.is_ok()) return st;
     std::vector<Dim> out;

@@ -1,6 +1,7 @@
 // The tensor op family: registration of its files and the helpers they share.
 #include <cstring>
 
+#include "infera/limits.h"
 #include "ops/tensor_ops.h"
 
 namespace infera {
@@ -145,6 +146,8 @@ std::string ints_str(const std::vector<int64_t>& v) {
 }
 
 Status check_output_size(const InferContext& ctx, const Shape& s) {
+  if (s.rank() > limits::kMaxRank)
+    return ctx.error("output rank %d is more than the limit of %d", s.rank(), limits::kMaxRank);
   int64_t n = 1;
   for (const Dim& d : s.dims) {
     if (!d.known() || d.value == 0) continue;

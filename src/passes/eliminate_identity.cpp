@@ -23,16 +23,16 @@ bool dropout_is_identity(const Graph& g, const Node& n) {
 }
 
 // Replaces a used Dropout mask (all true in inference) by a constant; false if it cannot.
-bool drop_mask(Graph& g, int mask) {
-  if (mask < 0 || (count_uses(g, mask) == 0 && !g.is_graph_output(mask))) return true;
+bool drop_mask(Graph& g, UseIndex& idx, int mask) {
+  if (mask < 0 || (idx.count(g, mask) == 0 && !idx.is_graph_output(mask))) return true;
   const Shape& s = g.values[mask].shape;
-  if (g.is_graph_output(mask) || !s.fully_known() || s.numel() > int64_t(kFoldMaxTensorBytes)) return false;
+  if (idx.is_graph_output(mask) || !s.fully_known() || s.numel() > int64_t(kFoldMaxTensorBytes)) return false;
   auto t = Tensor::make(DataType::kBool, s.concrete());
   if (!t.is_ok()) return false;
   Tensor ones = t.take();
   if (ones.nbytes()) std::memset(ones.data(), 1, ones.nbytes());
   int c = add_constant(g, g.values[mask].name + "_ones", std::move(ones));
-  replace_uses(g, mask, c);
+  replace_uses(g, idx, mask, c);
   return true;
 }
 
@@ -41,6 +41,8 @@ class EliminateIdentity : public Pass {
   const char* name() const override { return "eliminate_identity"; }
 
   Status run(Graph& g) override {
+    // One index for the whole pass: a chain of k Identity nodes is O(n + k), not O(n k).
+    UseIndex idx(g);
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       Node& n = g.nodes[i];
       if (n.dead || n.inputs.empty() || n.outputs.empty()) continue;
@@ -48,8 +50,8 @@ class EliminateIdentity : public Pass {
       bool dropout = is_onnx_op(n, "Dropout") && dropout_is_identity(g, n);
       if (!identity && !dropout) continue;
       if (n.inputs[0] < 0 || n.outputs[0] < 0) continue;
-      if (dropout && !drop_mask(g, n.outputs.size() > 1 ? n.outputs[1] : -1)) continue;
-      bypass_node(g, static_cast<int>(i));
+      if (dropout && !drop_mask(g, idx, n.outputs.size() > 1 ? n.outputs[1] : -1)) continue;
+      bypass_node(g, static_cast<int>(i), &idx);
     }
     return Status::ok();
   }

@@ -104,8 +104,9 @@ class EliminateNoops : public Pass {
   const char* name() const override { return "eliminate_noops"; }
 
   Status run(Graph& g) override {
+    UseIndex idx(g);  // a chain of k no-ops costs O(n + k), not O(n k)
     for (size_t i = 0; i < g.nodes.size(); ++i)
-      if (!g.nodes[i].dead && is_noop(g, g.nodes[i])) bypass_node(g, static_cast<int>(i));
+      if (!g.nodes[i].dead && is_noop(g, g.nodes[i])) bypass_node(g, static_cast<int>(i), &idx);
     return Status::ok();
   }
 };

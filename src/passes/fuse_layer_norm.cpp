@@ -55,16 +55,16 @@ class FuseLayerNorm : public Pass {
   const char* name() const override { return "fuse_layer_norm"; }
 
   Status run(Graph& g) override {
-    auto cons = g.consumers();
+    UseIndex idx(g);  // exact readers in O(readers): a chain of k fusions is O(n + k), not O(n k)
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       if (g.nodes[i].dead || !is_onnx_op(g.nodes[i], "Div") || g.nodes[i].inputs.size() != 2) continue;
       const int div = static_cast<int>(i);
       const int d = g.nodes[div].inputs[0], s = g.nodes[div].inputs[1];
       const int sqrt_n = producer_op(g, s, "Sqrt");
-      if (sqrt_n < 0 || sole_consumer(g, cons, s) != div) continue;
+      if (sqrt_n < 0 || sole_consumer(g, idx, s) != div) continue;
       const int ve = g.nodes[sqrt_n].inputs[0];
       const int add_n = producer_op(g, ve, "Add");
-      if (add_n < 0 || sole_consumer(g, cons, ve) != sqrt_n) continue;
+      if (add_n < 0 || sole_consumer(g, idx, ve) != sqrt_n) continue;
       double eps = 0;
       int v = g.nodes[add_n].inputs[0];
       if (!scalar_value(g, g.nodes[add_n].inputs[1], eps)) {
@@ -73,18 +73,18 @@ class FuseLayerNorm : public Pass {
       }
       if (!(eps > 0) || !std::isfinite(eps)) continue;
       const int var_n = producer_op(g, v, "ReduceMean");
-      if (var_n < 0 || sole_consumer(g, cons, v) != add_n || !is_last_axis_mean(g, g.nodes[var_n], g.opset)) continue;
+      if (var_n < 0 || sole_consumer(g, idx, v) != add_n || !is_last_axis_mean(g, g.nodes[var_n], g.opset)) continue;
       const int p = g.nodes[var_n].inputs[0];
       const int pow_n = producer_op(g, p, "Pow");
       double two = 0;
-      if (pow_n < 0 || sole_consumer(g, cons, p) != var_n || g.nodes[pow_n].inputs[0] != d ||
+      if (pow_n < 0 || sole_consumer(g, idx, p) != var_n || g.nodes[pow_n].inputs[0] != d ||
           !scalar_value(g, g.nodes[pow_n].inputs[1], two) || two != 2.0)
         continue;
       const int sub_n = producer_op(g, d, "Sub");
-      if (sub_n < 0 || count_uses(g, d) != 2 || g.is_graph_output(d)) continue;
+      if (sub_n < 0 || idx.count(g, d) != 2 || g.is_graph_output(d)) continue;
       const int x = g.nodes[sub_n].inputs[0], m = g.nodes[sub_n].inputs[1];
       const int mean_n = producer_op(g, m, "ReduceMean");
-      if (mean_n < 0 || sole_consumer(g, cons, m) != sub_n || g.nodes[mean_n].inputs[0] != x ||
+      if (mean_n < 0 || sole_consumer(g, idx, m) != sub_n || g.nodes[mean_n].inputs[0] != x ||
           !is_last_axis_mean(g, g.nodes[mean_n], g.opset))
         continue;
       const Shape& xs = g.values[x].shape;
@@ -97,12 +97,12 @@ class FuseLayerNorm : public Pass {
         const Node& n = g.nodes[node];
         return n.inputs.size() == 2 && n.inputs[0] == v_in ? n.inputs[1] : n.inputs.size() == 2 ? n.inputs[0] : -1;
       };
-      int next = sole_consumer(g, cons, out);
+      int next = sole_consumer(g, idx, out);
       if (next >= 0 && is_onnx_op(g.nodes[next], "Mul") && is_channel_constant(g, other_input(next, out), xs)) {
         gamma = other_input(next, out);
         dead.push_back(next);
         out = g.nodes[next].outputs[0];
-        next = sole_consumer(g, cons, out);
+        next = sole_consumer(g, idx, out);
       }
       if (next >= 0 && is_onnx_op(g.nodes[next], "Add") && is_channel_constant(g, other_input(next, out), xs)) {
         beta = other_input(next, out);
@@ -131,7 +131,6 @@ class FuseLayerNorm : public Pass {
       ln.attrs["epsilon"] = epsilon;
       for (int n : dead) g.nodes[n].dead = true;
       g.add_node(std::move(ln));
-      cons = g.consumers();
     }
     return Status::ok();
   }

@@ -25,7 +25,7 @@ class FuseMatmulAdd : public Pass {
   const char* name() const override { return "fuse_matmul_add"; }
 
   Status run(Graph& g) override {
-    auto cons = g.consumers();
+    UseIndex idx(g);  // exact readers in O(readers): a chain of k fusions is O(n + k), not O(n k)
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& mm = g.nodes[i];
       if (mm.dead || !is_onnx_op(mm, "MatMul") || mm.inputs.size() != 2 || mm.outputs.size() != 1) continue;
@@ -34,7 +34,7 @@ class FuseMatmulAdd : public Pass {
       const Shape& xs = g.values[x].shape;
       if (!w || w->rank() != 2 || !xs.rank_known || xs.rank() != 2 || !is_float_type(w->dtype())) continue;
       if (g.values[x].dtype != w->dtype()) continue;
-      int a = sole_consumer(g, cons, y);
+      int a = sole_consumer(g, idx, y);
       if (a < 0 || !is_onnx_op(g.nodes[a], "Add") || g.nodes[a].inputs.size() != 2) continue;
       const Node& add = g.nodes[a];
       int bias = add.inputs[0] == y ? add.inputs[1] : add.inputs[0];

@@ -55,20 +55,83 @@ void replace_uses(Graph& g, int from, int to, int except) {
   }
 }
 
-bool bypass_node(Graph& g, int node) {
+UseIndex::UseIndex(const Graph& g) {
+  sync(g);
+  for (int v : g.outputs) output_[v] = 1;
+}
+
+void UseIndex::sync(const Graph& g) {
+  grow(g.values.size());
+  for (; indexed_nodes_ < g.nodes.size(); ++indexed_nodes_) {
+    const Node& node = g.nodes[indexed_nodes_];
+    if (node.dead) continue;
+    for (size_t s = 0; s < node.inputs.size(); ++s)
+      if (node.inputs[s] >= 0)
+        uses_[node.inputs[s]].emplace_back(static_cast<int>(indexed_nodes_), static_cast<int>(s));
+  }
+}
+
+void UseIndex::grow(size_t nv) {
+  if (uses_.size() < nv) {
+    uses_.resize(nv);
+    output_.resize(nv, 0);
+  }
+}
+
+std::vector<std::pair<int, int>> UseIndex::readers(const Graph& g, int v) {
+  sync(g);
+  std::vector<std::pair<int, int>> r;
+  if (v < 0 || v >= static_cast<int>(uses_.size())) return r;
+  for (auto [n, s] : uses_[v])
+    if (!g.nodes[n].dead && g.nodes[n].inputs[s] == v) r.emplace_back(n, s);
+  std::sort(r.begin(), r.end());
+  r.erase(std::unique(r.begin(), r.end()), r.end());
+  return r;
+}
+
+int UseIndex::count(const Graph& g, int v) { return static_cast<int>(readers(g, v).size()); }
+
+int sole_consumer(const Graph& g, UseIndex& idx, int v) {
+  if (v < 0 || idx.is_graph_output(v)) return -1;
+  auto r = idx.readers(g, v);
+  return r.size() == 1 ? r[0].first : -1;
+}
+
+void replace_uses(Graph& g, UseIndex& idx, int from, int to, int except) {
+  if (from < 0 || to < 0 || from == to) return;
+  std::vector<std::pair<int, int>> keep;
+  for (auto [n, s] : idx.readers(g, from)) {
+    if (n == except) {
+      keep.emplace_back(n, s);
+      continue;
+    }
+    g.nodes[n].inputs[s] = to;
+    idx.uses_[to].emplace_back(n, s);
+  }
+  idx.uses_[from] = std::move(keep);
+}
+
+bool bypass_node(Graph& g, int node, UseIndex* idx) {
   Node& n = g.nodes[node];
   if (n.dead || n.inputs.empty() || n.outputs.empty()) return false;
   int x = n.inputs[0], y = n.outputs[0];
   if (x < 0 || y < 0) return false;
-  if (!g.is_graph_output(y)) {
-    replace_uses(g, y, x, node);
+  auto rewire = [&](int from, int to) {
+    if (idx)
+      replace_uses(g, *idx, from, to, node);
+    else
+      replace_uses(g, from, to, node);
+  };
+  auto is_output = [&](int v) { return idx ? idx->is_graph_output(v) : g.is_graph_output(v); };
+  if (!is_output(y)) {
+    rewire(y, x);
     n.dead = true;
     return true;
   }
   // y must keep its name: make x's producer write y instead, when x is free to vanish.
   int p = producer_of(g, x);
-  if (p < 0 || g.is_graph_output(x)) return false;
-  replace_uses(g, x, y, node);
+  if (p < 0 || is_output(x)) return false;
+  rewire(x, y);
   for (int& o : g.nodes[p].outputs)
     if (o == x) o = y;
   g.values[y].producer = p;

@@ -93,7 +93,9 @@ Result<std::shared_ptr<const Plan>> make_plan(const Graph& g, const std::vector<
                                               const PlanOptions& opts);
 
 // Liveness-based offsets: values[i] lives over steps [first[i], last[i]] and takes size[i]
-// bytes; returns offsets (aligned) and the arena size. Greedy by size, best fit.
+// bytes (0: not in the arena, offset -1); returns offsets (multiples of alignment, a power of
+// two: 64 for host arenas, 256 for GPU ones) and the arena size. Greedy by size, best fit;
+// O(n log n) for real graphs (src/plan/memory.cpp says how).
 size_t plan_memory(const std::vector<size_t>& size, const std::vector<int>& first, const std::vector<int>& last,
                    std::vector<int64_t>& offsets, size_t alignment = 64);
 

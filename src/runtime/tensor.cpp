@@ -1,7 +1,13 @@
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "infera/infera.h"
 
@@ -48,12 +54,71 @@ const char* dtype_name(DataType t) {
 
 bool dtype_supported(DataType t) { return dtype_size(t) != 0; }
 
+namespace {
+
+// The smallest memory limit of this process's cgroup and its ancestors (v2 memory.max, v1
+// memory.limit_in_bytes), or SIZE_MAX when there is none.
+size_t cgroup_memory_limit() {
+  size_t best = SIZE_MAX;
+  auto read_limit = [&](const std::string& file) {
+    std::ifstream f(file);
+    std::string text;
+    if (!(f >> text) || text == "max") return;
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+    if (errno == 0 && end && *end == 0 && v > 0 && v < best) best = static_cast<size_t>(v);
+  };
+  // From the cgroup's own folder up to the mount's root: a limit on any ancestor applies too.
+  auto walk = [&](const std::string& root, std::string rel, const char* file) {
+    for (;;) {
+      read_limit(root + rel + "/" + file);
+      if (rel.empty() || rel == "/") break;
+      size_t slash = rel.find_last_of('/');
+      rel = slash == std::string::npos ? "" : rel.substr(0, slash);
+    }
+  };
+  std::ifstream f("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(f, line)) {
+    // "ID:CONTROLLERS:PATH"; v2 is "0::PATH".
+    size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (controllers.empty()) {
+      walk("/sys/fs/cgroup", path, "memory.max");
+      walk("/sys/fs/cgroup/unified", path, "memory.max");
+    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      walk("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes");
+    }
+  }
+  return best;
+}
+
+// What an rlimit leaves: limit minus what the process uses of it now (field of /proc/self/statm,
+// in pages), or SIZE_MAX when unlimited.
+size_t rlimit_left(int resource, int statm_field) {
+  struct rlimit rl;
+  if (getrlimit(resource, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+  std::ifstream f("/proc/self/statm");
+  unsigned long long field = 0, pages = 0;
+  for (int i = 0; i <= statm_field && (f >> field); ++i) pages = field;
+  const size_t used = static_cast<size_t>(pages) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return rl.rlim_cur > used ? static_cast<size_t>(rl.rlim_cur - used) : 0;
+}
+
+}  // namespace
+
 size_t host_memory_bytes() {
-  static const size_t total = [] {
+  // Physical memory and the cgroup limit are read once; rlimits can change and what is mapped
+  // changes all the time, so those are read per call (one getrlimit when unlimited).
+  static const size_t fixed = [] {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : size_t(1) << 34;
+    size_t phys = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : size_t(1) << 34;
+    return std::min(phys, cgroup_memory_limit());
   }();
-  return total;
+  // statm fields: 0 = size (all mapped pages, what RLIMIT_AS counts), 5 = data + stack.
+  return std::min({fixed, rlimit_left(RLIMIT_AS, 0), rlimit_left(RLIMIT_DATA, 5)});
 }
 
 int64_t Tensor::numel() const {

@@ -2,6 +2,7 @@
 """Write the seed corpus of the fuzz_model and fuzz_tensor_file targets.
 
     python3 tests/fuzz/make_corpus.py --out build-fuzz/corpus [--node-tests N]
+    python3 tests/fuzz/make_corpus.py --seeds tests/fuzz/seeds     (the committed seed corpora)
 
 Writes OUT/model/*.onnx (small hand-made models covering the op families, several with a symbolic
 batch) plus up to N small node-test models from /usr/share/libonnx-testdata (copied, never
@@ -157,12 +158,74 @@ def tensors():
     return t
 
 
+def npy_header_seeds():
+    """Header texts (what follows the length field of a .npy) for fuzz_npy_header."""
+    h = {}
+    for name, arr in [("f32_2x3", np.zeros((2, 3), np.float32)), ("u8_5", np.zeros(5, np.uint8)),
+                      ("bool_2x2", np.zeros((2, 2), bool)), ("i1_scalar", np.array(1, np.int8)),
+                      ("u1_0x4", np.zeros((0, 4), np.uint8))]:
+        b = io.BytesIO()
+        np.save(b, arr)
+        raw = b.getvalue()
+        hlen = raw[8] | (raw[9] << 8)
+        h[name] = raw[10:10 + hlen]
+    h["double_quotes"] = b'{"descr": "|u1", "fortran_order": False, "shape": (3,)}'
+    h["reordered_no_comma"] = b"{'shape': (1, 2), 'fortran_order': False, 'descr': '|b1'}"
+    h["fortran"] = b"{'descr': '|u1', 'fortran_order': True, 'shape': (2, 2), }"
+    h["whitespace"] = b"\t{ 'descr' :'|i1' ,\n'fortran_order':False,'shape':( 2 , 1 , ) }\n   "
+    h["shape_float"] = b"{'descr': '|u1', 'fortran_order': False, 'shape': (2.4,), }"
+    h["not_dict"] = b"'descr': '|u1', 'fortran_order': False, 'shape': (2, 4),"
+    return h
+
+
+def tensor_pb_seeds():
+    """Serialized TensorProtos for fuzz_tensor_pb: each storage form and a few refusals."""
+    t = {}
+    t["f32_raw"] = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "a")
+    t["i64_raw"] = numpy_helper.from_array(np.arange(4, dtype=np.int64), "b")
+    t["f16_raw"] = numpy_helper.from_array(np.ones((2, 2), np.float16), "c")
+    t["f64_scalar"] = numpy_helper.from_array(np.array(2.5), "d")
+    t["empty"] = numpy_helper.from_array(np.zeros((0, 3), np.float32), "e")
+    t["f32_typed"] = helper.make_tensor("f", TensorProto.FLOAT, [3], [1.0, 2.0, 3.0])
+    t["i32_typed"] = helper.make_tensor("g", TensorProto.INT32, [2], [7, -7])
+    t["bool_raw_noncanonical"] = helper.make_tensor("h", TensorProto.BOOL, [4], b"\x02\xff\x00\x01", raw=True)
+    t["bool_typed"] = helper.make_tensor("i", TensorProto.BOOL, [3], [1, 0, 5])
+    t["u8_typed"] = helper.make_tensor("j", TensorProto.UINT8, [2], [1, 255])
+    ext = helper.make_tensor("k", TensorProto.FLOAT, [2], [0.0, 0.0])
+    ext.ClearField("float_data")
+    ext.data_location = TensorProto.EXTERNAL
+    e = ext.external_data.add()
+    e.key, e.value = "location", "weights.bin"
+    t["external_refused"] = ext
+    huge = TensorProto()
+    huge.name, huge.data_type = "l", TensorProto.FLOAT
+    huge.dims.extend([1 << 40, 1 << 40])
+    t["huge_dims"] = huge
+    return {k: v.SerializeToString() for k, v in t.items()}
+
+
+def write_seeds(root):
+    """The committed seed corpora (tests/fuzz/seeds): regenerate with --seeds tests/fuzz/seeds."""
+    for sub, seeds, ext in (("npy_header", npy_header_seeds(), ".txt"), ("tensor_pb", tensor_pb_seeds(), ".pb"),
+                            ("model", hand_models(), ".onnx"), ("tensor", tensors(), "")):
+        d = os.path.join(root, sub)
+        os.makedirs(d, exist_ok=True)
+        for name, b in seeds.items():
+            open(os.path.join(d, name + ext), "wb").write(b)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--seeds", help="write the small committed seed corpora into this folder and stop")
     ap.add_argument("--node-tests", type=int, default=400)
     ap.add_argument("--max-bytes", type=int, default=4096)
     a = ap.parse_args()
+    if a.seeds:
+        write_seeds(a.seeds)
+        return
+    if not a.out:
+        ap.error("--out is required")
     mdir, tdir = os.path.join(a.out, "model"), os.path.join(a.out, "tensor")
     os.makedirs(mdir, exist_ok=True)
     os.makedirs(tdir, exist_ok=True)

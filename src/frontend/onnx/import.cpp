@@ -5,6 +5,7 @@
 #include <onnx/onnx_pb.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -12,20 +13,21 @@
 #include <set>
 #include <sstream>
 
+#include "infera/limits.h"
 #include "ops/op.h"
 
 namespace infera {
 
 namespace {
 
-constexpr int64_t kMaxModelBytes = int64_t(2) << 30;  // protobuf's own limit
+using limits::kMaxModelBytes;
 
 template <class Proto>
 bool parse_proto(Proto& p, const std::string& bytes) {
   google::protobuf::io::ArrayInputStream ais(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream cis(&ais);
   cis.SetTotalBytesLimit(INT_MAX);
-  cis.SetRecursionLimit(64);
+  cis.SetRecursionLimit(limits::kMaxNesting);
   return p.ParseFromCodedStream(&cis) && cis.ConsumedEntireMessage();
 }
 
@@ -98,8 +100,11 @@ void copy_cast(const Src& src, Dst* dst) {
   for (int i = 0; i < src.size(); ++i) dst[i] = static_cast<Dst>(src.Get(i));
 }
 
-Shape shape_from_type(const onnx::TypeProto& tp) {
+Result<Shape> shape_from_type(const onnx::TypeProto& tp, const std::string& what) {
   if (!tp.has_tensor_type() || !tp.tensor_type().has_shape()) return Shape::unknown();
+  if (tp.tensor_type().shape().dim_size() > limits::kMaxRank)
+    return Status::error(what + " declares rank " + std::to_string(tp.tensor_type().shape().dim_size()) +
+                         ", more than the limit of " + std::to_string(limits::kMaxRank));
   std::vector<Dim> dims;
   for (const auto& d : tp.tensor_type().shape().dim()) {
     if (d.has_dim_value() && d.dim_value() >= 0)
@@ -116,6 +121,10 @@ Result<Attribute> attr_from_proto(const onnx::AttributeProto& ap, const std::str
                                   const std::string& what) {
   Attribute a;
   using AP = onnx::AttributeProto;
+  const int64_t list = std::max({ap.floats_size(), ap.ints_size(), ap.strings_size(), ap.tensors_size()});
+  if (list > limits::kMaxAttributeElements)
+    return Status::error(what + ": attribute '" + ap.name() + "' has " + std::to_string(list) +
+                         " elements, more than the limit of " + std::to_string(limits::kMaxAttributeElements));
   int type = ap.type();
   if (type == AP::UNDEFINED) {  // IR < 3 style: infer from the populated field
     if (ap.has_f())
@@ -193,14 +202,15 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
   DataType dt = static_cast<DataType>(tp.data_type());
   if (!dtype_supported(dt))
     return Status::error(what + ": unsupported tensor data type " + std::to_string(tp.data_type()));
+  if (tp.dims_size() > limits::kMaxRank)
+    return Status::error(what + ": rank " + std::to_string(tp.dims_size()) + " is more than the limit of " +
+                         std::to_string(limits::kMaxRank));
   std::vector<int64_t> dims(tp.dims().begin(), tp.dims().end());
-  int64_t n = 1;
-  for (int64_t d : dims) {
+  for (int64_t d : dims)
     if (d < 0) return Status::error(what + ": negative dimension " + std::to_string(d));
-    if (d != 0 && n > (int64_t(1) << 40) / d)
-      return Status::error(what + ": dims product overflows (too many elements)");
-    n *= d;
-  }
+  int64_t n = 0;
+  if (!limits::checked_elements(dims.data(), dims.size(), n))
+    return Status::error(what + ": dims product overflows (more than 2^40 elements)");
   const size_t es = dtype_size(dt);
   const size_t nbytes = static_cast<size_t>(n) * es;
   const bool external = tp.data_location() == onnx::TensorProto::EXTERNAL;
@@ -230,11 +240,18 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
   auto r = Tensor::make(dt, dims);
   if (!r.is_ok()) return Status::error(what + ": " + r.message());
   Tensor t = r.take();
-  if (external) {
-    Status s = read_external(tp, model_dir, what, t.data(), nbytes);
-    if (!s.is_ok()) return s;
-  } else if (tp.has_raw_data()) {
-    if (nbytes) std::memcpy(t.data(), tp.raw_data().data(), nbytes);
+  if (external || tp.has_raw_data()) {
+    if (external) {
+      Status s = read_external(tp, model_dir, what, t.data(), nbytes);
+      if (!s.is_ok()) return s;
+    } else if (nbytes) {
+      std::memcpy(t.data(), tp.raw_data().data(), nbytes);
+    }
+    // Raw bool bytes may be anything; kernels assume 0/1 (Not(2) would give 253).
+    if (dt == DataType::kBool) {
+      uint8_t* p = t.data_as<uint8_t>();
+      for (size_t i = 0; i < nbytes; ++i) p[i] = p[i] != 0;
+    }
   } else {
     switch (dt) {
       case DataType::kFloat32: copy_cast(tp.float_data(), t.data_as<float>()); break;
@@ -261,7 +278,7 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
 }
 
 Result<Tensor> tensor_from_pb_bytes(const std::string& bytes, const std::string& path) {
-  if (static_cast<int64_t>(bytes.size()) >= kMaxModelBytes)
+  if (static_cast<int64_t>(bytes.size()) > kMaxModelBytes)
     return Status::error(path + ": tensor file larger than 2 GiB");
   onnx::TensorProto tp;
   if (!parse_proto(tp, bytes)) return Status::error(path + ": not a valid ONNX TensorProto file");
@@ -269,13 +286,13 @@ Result<Tensor> tensor_from_pb_bytes(const std::string& bytes, const std::string&
 }
 
 Result<Tensor> load_tensor_pb(const std::string& path) {
-  auto bytes = read_binary_file(path, "tensor file", kMaxModelBytes - 1);
+  auto bytes = read_binary_file(path, "tensor file", kMaxModelBytes);
   if (!bytes.is_ok()) return bytes.status();
   return tensor_from_pb_bytes(bytes.value(), path);
 }
 
 Result<Graph> import_onnx_file(const std::string& path) {
-  auto bytes = read_binary_file(path, "model file", kMaxModelBytes - 1);
+  auto bytes = read_binary_file(path, "model file", kMaxModelBytes);
   if (!bytes.is_ok()) return bytes.status();
   std::string dir = ".";
   size_t slash = path.find_last_of('/');
@@ -285,6 +302,9 @@ Result<Graph> import_onnx_file(const std::string& path) {
 
 Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& model_dir, const std::string& source) {
   if (bytes.empty()) return Status::error(source + ": model file is empty");
+  if (static_cast<int64_t>(bytes.size()) > kMaxModelBytes)
+    return Status::error(source + ": model of " + std::to_string(bytes.size()) + " bytes is larger than the limit of " +
+                         std::to_string(kMaxModelBytes) + " (protobuf's 2 GiB)");
   onnx::ModelProto mp;
   if (!parse_proto(mp, bytes))
     return Status::error(source + ": not a valid ONNX model (protobuf parse failed: truncated or not ONNX)");
@@ -305,6 +325,15 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
     return Status::error(source + ": default-domain opset " + std::to_string(g.opset) + " is not supported (expected " +
                          std::to_string(kMinOpset) + ".." + std::to_string(kMaxOpset) + ")");
   const onnx::GraphProto& gp = mp.graph();
+  const std::pair<const char*, int> counts[] = {{"nodes", gp.node_size()},
+                                                {"initializers", gp.initializer_size()},
+                                                {"graph inputs", gp.input_size()},
+                                                {"graph outputs", gp.output_size()},
+                                                {"value_info entries", gp.value_info_size()}};
+  for (const auto& [what, count] : counts)
+    if (count > limits::kMaxNodes)
+      return Status::error(source + ": the graph has " + std::to_string(count) + " " + what +
+                           ", more than the limit of " + std::to_string(limits::kMaxNodes));
 
   // Initializers become constants.
   for (const auto& init : gp.initializer()) {
@@ -330,9 +359,13 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
     if (!dtype_supported(dt))
       return Status::error(source + ": graph input '" + in.name() + "' has unsupported element type " +
                            std::to_string(in.type().tensor_type().elem_type()));
-    v = g.add_value(in.name(), dt, shape_from_type(in.type()));
+    auto shape = shape_from_type(in.type(), source + ": graph input '" + in.name() + "'");
+    if (!shape.is_ok()) return shape.status();
+    v = g.add_value(in.name(), dt, shape.take());
     g.inputs.push_back(v);
   }
+  std::vector<char> is_input(g.values.size(), 0);  // ids of inputs are all below this size
+  for (int v : g.inputs) is_input[v] = 1;
   auto value_of = [&](const std::string& name) {
     int v = g.find_value(name);
     return v >= 0 ? v : g.add_value(name);
@@ -345,6 +378,12 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
     n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
     n.name = np.name().empty() ? "#" + std::to_string(i) + ":" + np.op_type() : np.name();
     if (!node_names.insert(n.name).second) n.name += "#" + std::to_string(i);
+    if (np.input_size() > limits::kMaxNodeIo || np.output_size() > limits::kMaxNodeIo)
+      return Status::error(source + ": " + n.label() + " has " + std::to_string(np.input_size()) + " inputs and " +
+                           std::to_string(np.output_size()) + " outputs, more than the limit of " +
+                           std::to_string(limits::kMaxNodeIo));
+    // Every op has at least one output; a node without any can only be a broken file.
+    if (np.output_size() == 0) return Status::error(source + ": " + n.label() + " has no outputs");
     for (const auto& in : np.input()) n.inputs.push_back(in.empty() ? -1 : value_of(in));
     for (const auto& out : np.output()) {
       if (out.empty()) {
@@ -354,7 +393,7 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
       int v = value_of(out);
       if (g.values[v].constant)
         return Status::error(source + ": " + n.label() + " output '" + out + "' has the name of an initializer");
-      if (std::find(g.inputs.begin(), g.inputs.end(), v) != g.inputs.end())
+      if (v < static_cast<int>(is_input.size()) && is_input[v])
         return Status::error(source + ": " + n.label() + " output '" + out + "' has the name of a graph input");
       n.outputs.push_back(v);
     }
@@ -368,26 +407,39 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
     g.nodes.push_back(std::move(n));
   }
   // Declared types of intermediate values and outputs are checked against inference.
-  auto declare = [&](const onnx::ValueInfoProto& vi) {
+  is_input.resize(g.values.size(), 0);
+  auto declare = [&](const onnx::ValueInfoProto& vi) -> Status {
     int v = g.find_value(vi.name());
-    if (v < 0 || g.values[v].constant || !vi.type().has_tensor_type()) return;
+    if (v < 0 || g.values[v].constant || !vi.type().has_tensor_type()) return Status::ok();
     Value& val = g.values[v];
-    if (std::find(g.inputs.begin(), g.inputs.end(), v) != g.inputs.end()) return;
+    if (is_input[v]) return Status::ok();
+    auto shape = shape_from_type(vi.type(), source + ": value '" + vi.name() + "'");
+    if (!shape.is_ok()) return shape.status();
     DataType dt = static_cast<DataType>(vi.type().tensor_type().elem_type());
     if (dtype_supported(dt)) val.dtype = dt;
-    val.shape = shape_from_type(vi.type());
+    val.shape = shape.take();
+    return Status::ok();
   };
-  for (const auto& vi : gp.value_info()) declare(vi);
+  for (const auto& vi : gp.value_info()) {
+    Status s = declare(vi);
+    if (!s.is_ok()) return s;
+  }
   std::set<std::string> output_names;
   for (const auto& out : gp.output()) {
     if (!output_names.insert(out.name()).second)
       return Status::error(source + ": duplicate graph output '" + out.name() + "'");
     int v = g.find_value(out.name());
     if (v < 0) return Status::error(source + ": graph output '" + out.name() + "' is not produced by any node");
-    declare(out);
+    Status s = declare(out);
+    if (!s.is_ok()) return s;
     g.outputs.push_back(v);
   }
   if (g.outputs.empty()) return Status::error(source + ": graph has no outputs");
+  // Kernels write output 0 unconditionally: an omitted one ("") gets an anonymous value that
+  // nothing reads (optional outputs at slots >= 1 stay -1; kernels check has_output for them).
+  // Named after every name in the file is known, so it can clash with none.
+  for (Node& n : g.nodes)
+    if (n.outputs[0] < 0) n.outputs[0] = g.add_value(g.unique_name(n.name + ":omitted_output_0"));
   Status s = topo_sort(g);
   if (!s.is_ok()) return s;
   return g;

@@ -1,0 +1,2 @@
+Bkj
+locationweights.binp
