@@ -3,7 +3,7 @@
 # `N passed, M failed`; the last line sums them. Exit 0 iff the build worked and nothing failed.
 #
 # Usage: bash scripts/test_all.sh [--no-setup] [--no-build] [--only SUITE,...] [--jobs N]
-#   suites: format unit conformance models badinput cli install gpu   (default: all, in that order)
+#   suites: format unit conformance models badinput hostile cli install gpu   (default: all, in that order)
 # Env: MODELS_DIR (default models: exported ONNX models, kept between runs), BUILD_DIR (build),
 #      PYTHON (the Python with PyPI onnxruntime/onnx/numpy; default .venv/bin/python if setup made
 #      one, else python3), TORCH_PYTHON (default /usr/bin/python3: Debian's torch, for the exports).
@@ -202,6 +202,7 @@ wanted unit && run_suite unit 1800 bash -c unit_tests
 wanted conformance && run_suite conformance 1800 bash tests/conformance/run_conformance.sh
 wanted models && run_suite models 2400 bash -c model_tests
 wanted badinput && run_suite badinput 900 "$PYTHON" tests/badinput/run_bad_inputs.py --infera "$INFERA"
+wanted hostile && run_suite hostile 600 "$PYTHON" tests/hostile/run_hostile.py --infera "$INFERA"
 wanted cli && run_suite cli 900 "$PYTHON" tests/cli/test_cli.py --infera "$INFERA"
 wanted install && run_suite install 900 bash tests/install/test_install.sh "$BUILD_DIR" "$MODELS_DIR/squeezenet1_1.onnx"
 wanted gpu && run_suite gpu 2400 bash -c gpu_builds
