@@ -283,21 +283,21 @@ struct PlanStepInfo {
 
 // Figures of the plan made for one set of input shapes.
 struct PlanReport {
-  size_t arena_bytes = 0;                                // planned activation memory, all devices (aligned offsets)
-  size_t naive_bytes = 0;                                // sum of all activation sizes without reuse
-  size_t weight_bytes = 0;                               // constants, including weights reordered by backends
-  size_t scratch_bytes = 0;                              // backend scratch per run context (e.g. oneDNN scratchpads)
-  std::map<std::string, size_t> arena_bytes_per_device;   // "cpu" -> bytes
+  size_t arena_bytes = 0;                                  // planned activation memory, all devices (aligned offsets)
+  size_t naive_bytes = 0;                                  // sum of all activation sizes without reuse
+  size_t weight_bytes = 0;                                 // constants, including weights reordered by backends
+  size_t scratch_bytes = 0;                                // backend scratch per run context (e.g. oneDNN scratchpads)
+  std::map<std::string, size_t> arena_bytes_per_device;    // "cpu" -> bytes
   std::map<std::string, size_t> scratch_bytes_per_device;  // per run context
   std::map<std::string, size_t> weight_bytes_per_device;   // held by the step kernels (reordered, uploaded)
-  size_t steps = 0;                                      // steps executed per run
-  size_t accelerated_steps = 0;                          // steps run by a backend other than "ref"
-  size_t inserted_steps = 0;                             // copies / reorders / casts
-  std::map<std::string, size_t> steps_per_backend;       // "dnnl" -> 120, "ref" -> 3
-  double build_ms = 0;                                   // time to make this plan
-  double flops = 0;                                      // multiply-adds x2 of Conv/Gemm/MatMul for these shapes
-  std::vector<std::vector<int64_t>> output_dims;         // per model output (-1 where data-dependent)
-  std::vector<PlanStepInfo> step_list;                   // in execution order
+  size_t steps = 0;                                        // steps executed per run
+  size_t accelerated_steps = 0;                            // steps run by a backend other than "ref"
+  size_t inserted_steps = 0;                               // copies / reorders / casts
+  std::map<std::string, size_t> steps_per_backend;         // "dnnl" -> 120, "ref" -> 3
+  double build_ms = 0;                                     // time to make this plan
+  double flops = 0;                                        // multiply-adds x2 of Conv/Gemm/MatMul for these shapes
+  std::vector<std::vector<int64_t>> output_dims;           // per model output (-1 where data-dependent)
+  std::vector<PlanStepInfo> step_list;                     // in execution order
 };
 
 // What a backend is, for `infera doctor` and tools.

@@ -59,11 +59,11 @@ struct PlanArena {
 };
 
 struct Plan {
-  const Graph* graph = nullptr;                          // the session's graph (outlives its plans)
-  std::vector<PlanValue> values;                         // the first graph.values.size() are the graph's values
-  std::vector<PlanStep> steps;                           // in execution order
-  std::vector<int> inputs;                               // per graph input: plan value id
-  std::vector<int> outputs;                              // per graph output: plan value id (host, plain)
+  const Graph* graph = nullptr;   // the session's graph (outlives its plans)
+  std::vector<PlanValue> values;  // the first graph.values.size() are the graph's values
+  std::vector<PlanStep> steps;    // in execution order
+  std::vector<int> inputs;        // per graph input: plan value id
+  std::vector<int> outputs;       // per graph output: plan value id (host, plain)
   std::vector<PlanArena> arenas;  // one per device that has values or steps
   // GPU plans: every step on one device, none dynamic: the run may be captured into a graph.
   bool graphable = false;

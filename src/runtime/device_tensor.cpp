@@ -12,7 +12,8 @@ Result<Tensor> Tensor::make_on(Device device, DataType dtype, std::vector<int64_
   auto b = find_backend("gpu", device);
   if (!b.is_ok()) return b.status();
   Tensor shape_only = view(dtype, dims, nullptr, device);
-  if (!dtype_supported(dtype)) return Status::error(StatusCode::kUnsupported, std::string("dtype ") + dtype_name(dtype));
+  if (!dtype_supported(dtype))
+    return Status::error(StatusCode::kUnsupported, std::string("dtype ") + dtype_name(dtype));
   for (int64_t d : dims)
     if (d < 0 || (d != 0 && shape_only.numel() / d > (int64_t(1) << 40)))
       return Status::error(StatusCode::kInvalidInput, "make_on: bad dims");

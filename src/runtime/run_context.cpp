@@ -96,7 +96,8 @@ Result<std::unique_ptr<RunContext>> RunContext::make(std::shared_ptr<const Plan>
   if (p.graphable && p.graph_mode != SessionOptions::GraphMode::kOff && rc->pinner_) {
     for (size_t i = 0; i < p.inputs.size(); ++i) {
       const PlanValue& pv = p.values[p.inputs[i]];
-      const size_t bytes = pv.info.shape.fully_known() ? static_cast<size_t>(pv.info.shape.numel()) * dtype_size(pv.info.dtype) : 0;
+      const size_t bytes =
+          pv.info.shape.fully_known() ? static_cast<size_t>(pv.info.shape.numel()) * dtype_size(pv.info.dtype) : 0;
       auto s = rc->pinner_->allocate_host(std::max<size_t>(bytes, 1));
       if (!s.is_ok()) return s.status();
       rc->staging_[i] = s.value();
@@ -198,8 +199,8 @@ Status RunContext::run_steps(bool capturing, std::vector<StepTiming>* timings) {
     res.scratch_bytes = p.arenas[st.arena].scratch_bytes;
     res.state = states_[s].get();
     res.stream = on_device ? streams_[st.arena]->native() : nullptr;
-    ComputeContext ctx(p.node_of(st), step_in_[s].data(), step_in_[s].size(), step_out_[s].data(),
-                       step_out_[s].size(), p.num_threads, res);
+    ComputeContext ctx(p.node_of(st), step_in_[s].data(), step_in_[s].size(), step_out_[s].data(), step_out_[s].size(),
+                       p.num_threads, res);
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     Status status = st.kernel->run(ctx);
     if (!status.is_ok()) return status;
@@ -210,7 +211,8 @@ Status RunContext::run_steps(bool capturing, std::vector<StepTiming>* timings) {
         if (!sy.is_ok()) return sy;
       }
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (timings) timings->push_back(StepTiming{st.node >= 0 ? ctx.node.name : "", st.op_name, st.backend->name(), ms});
+      if (timings)
+        timings->push_back(StepTiming{st.node >= 0 ? ctx.node.name : "", st.op_name, st.backend->name(), ms});
       if (profile) {
         auto& e = by_kind[st.op_name + " [" + st.backend->name() + "]"];
         e.first += ms;
@@ -247,7 +249,8 @@ Status RunContext::run_graph(const std::vector<void*>& key) {
     return stream.replay();
   }
   if (plan_->graph_mode == SessionOptions::GraphMode::kOn) return s.prefixed("GPU graph capture: ");
-  if (std::max(env_verbose(), 0) >= 1) std::fprintf(stderr, "infera: GPU graph capture failed, running without: %s\n", s.message().c_str());
+  if (std::max(env_verbose(), 0) >= 1)
+    std::fprintf(stderr, "infera: GPU graph capture failed, running without: %s\n", s.message().c_str());
   graph_failed_ = true;
   stream.drop_graph();
   return run_steps(false, nullptr);
@@ -316,14 +319,13 @@ Status RunContext::run(const std::vector<const Tensor*>& inputs, const std::vect
       if (!t.is_ok()) return t.status().prefixed("graph output '" + p.values[v].name + "': ");
       *outputs[i] = t.take();
     } else if (outputs[i]->dtype() != r.dtype || outputs[i]->dims() != r.dims) {
-      return Status::error(StatusCode::kInvalidInput, "output '" + p.values[v].name + "' is " +
-                                                          Shape::of(r.dims).str() + " " + dtype_name(r.dtype) +
-                                                          ", the tensor given is " +
-                                                          Shape::of(outputs[i]->dims()).str() + " " +
-                                                          dtype_name(outputs[i]->dtype()));
+      return Status::error(StatusCode::kInvalidInput,
+                           "output '" + p.values[v].name + "' is " + Shape::of(r.dims).str() + " " +
+                               dtype_name(r.dtype) + ", the tensor given is " + Shape::of(outputs[i]->dims()).str() +
+                               " " + dtype_name(outputs[i]->dtype()));
     } else if (!outputs[i]->device().is_cpu()) {
-      return Status::error(StatusCode::kInvalidInput, "output '" + p.values[v].name +
-                                                          "' cannot be written on " + outputs[i]->device().str() +
+      return Status::error(StatusCode::kInvalidInput, "output '" + p.values[v].name + "' cannot be written on " +
+                                                          outputs[i]->device().str() +
                                                           " by this plan: give a host tensor");
     }
     if (r.nbytes()) std::memcpy(outputs[i]->data(), r.data, r.nbytes());

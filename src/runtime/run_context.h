@@ -41,8 +41,8 @@ class RunContext {
   std::vector<void*> scratch_;                    // per plan arena
   std::vector<std::unique_ptr<Stream>> streams_;  // per plan arena (null on the CPU)
   size_t allocated_ = 0;
-  std::vector<std::unique_ptr<KernelState>> states_;     // per step
-  std::vector<TensorRef> refs_;                          // per plan value
+  std::vector<std::unique_ptr<KernelState>> states_;    // per step
+  std::vector<TensorRef> refs_;                         // per plan value
   std::vector<std::vector<const TensorRef*>> step_in_;  // per step: pointers into refs_
   std::vector<std::vector<TensorRef*>> step_out_;
   std::vector<Tensor> dynamic_;  // per plan value (dynamic steps)

@@ -111,8 +111,7 @@ class SessionImpl {
   Status init(Graph g, const SessionOptions& o);
   Status validate(const std::map<std::string, Tensor>& in, Dims& dims, std::vector<const Tensor*>& ptrs) const;
   Result<std::shared_ptr<PlanEntry>> entry_for(const Dims& dims);
-  Status run(const std::map<std::string, Tensor>& in, std::vector<Tensor>& out, bool allocate,
-             const RunOptions& ro);
+  Status run(const std::map<std::string, Tensor>& in, std::vector<Tensor>& out, bool allocate, const RunOptions& ro);
 };
 
 Status SessionImpl::init(Graph g, const SessionOptions& o) {

@@ -26,7 +26,7 @@ TEST(MemOps, Transpose) {
                              {{2, 5, 6, 8}, {0, 3, 1, 2}},  // and back
                              {{3, 4, 5}, {2, 0, 1}},
                              {{2, 3, 4, 5, 6}, {4, 1, 3, 0, 2}},
-                             {{7, 1, 9}, {}},  // no perm: reversed
+                             {{7, 1, 9}, {}},                       // no perm: reversed
                              {{2, 2, 29, 7, 7}, {0, 2, 1, 3, 4}}};  // ShuffleNet channel shuffle
   for (const T& t : cases) {
     OpCase c;
@@ -45,7 +45,7 @@ TEST(MemOps, Slice) {
   const std::vector<S> cases{{{2, 16, 5, 5}, {0}, {8}, {1}, {1}},  // channel half
                              {{2, 16, 5, 5}, {8}, {1000}, {1}, {}},
                              {{3, 10, 7}, {-1, 1}, {-1000, 6}, {2, 1}, {-2, 2}},  // negative step, clamped
-                             {{4, 6}, {1, 0}, {3, 6}, {}, {}},                   // default axes
+                             {{4, 6}, {1, 0}, {3, 6}, {}, {}},                    // default axes
                              {{2, 6, 4, 4}, {1, 3}, {4, 0}, {-1, 1}, {1, -1}}};
   for (const S& s : cases) {
     OpCase c;
@@ -155,10 +155,8 @@ TEST(MemOps, Reductions) {
   };
   const std::vector<R> cases{{{2, 8, 5, 6}, {2, 3}, 1},  // global pooling over H, W (NHWC: contiguous too)
                              {{2, 8, 5, 6}, {1}, 1},     // over channels
-                             {{2, 8, 5, 6}, {1}, 0},
-                             {{3, 4, 50}, {-1}, 0},
-                             {{3, 4, 50}, {0}, 1},
-                             {{6, 7}, {}, 1}};  // all axes
+                             {{2, 8, 5, 6}, {1}, 0},    {{3, 4, 50}, {-1}, 0},
+                             {{3, 4, 50}, {0}, 1},      {{6, 7}, {}, 1}};  // all axes
   for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}) {
     for (const R& r : cases) {
       OpCase c;

@@ -326,8 +326,8 @@ int cmd_bench(int argc, char** argv) {
   std::vector<BenchRow> rows;
   for (const ResolvedShapes& r : plans) {
     BenchRow row;
-    std::string why =
-        bench_one(s, r, files.value(), seed, warmup, iters, duration, a.has("--profile"), progress, io == "device", row);
+    std::string why = bench_one(s, r, files.value(), seed, warmup, iters, duration, a.has("--profile"), progress,
+                                io == "device", row);
     if (!why.empty()) return fail(why);
     if (!quiet) print_table_row(out, row);
     rows.push_back(std::move(row));

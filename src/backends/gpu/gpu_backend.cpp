@@ -319,7 +319,8 @@ class GpuBackend : public Backend {
     if (e != gpuSuccess) {
       (void)gpuGetLastError();
       return Status::error(StatusCode::kOutOfMemory, "gpu: out of pinned host memory allocating " +
-                                                         std::to_string(bytes) + " bytes (" + gpuGetErrorString(e) + ")");
+                                                         std::to_string(bytes) + " bytes (" + gpuGetErrorString(e) +
+                                                         ")");
     }
     return p;
   }

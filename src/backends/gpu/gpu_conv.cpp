@@ -32,9 +32,11 @@ struct Scratch {
   }
 };
 
-// Times launch() on a private stream: one warm-up, then the best of `reps`. +inf when it fails.
+// Times launch() on a private stream: one warm-up, then the best of `reps`; stops after the first
+// rep when that is over `cutoff` ms (a candidate far slower than the best so far: fp32 engines of
+// cuDNN can take 100+ ms a layer at batch 256). +inf when it fails.
 template <class F>
-double time_ms(int device, F&& launch, int reps = 3) {
+double time_ms(int device, F&& launch, double cutoff = DBL_MAX, int reps = 3) {
   gpuStream_t s = nullptr;
   gpuEvent_t a = nullptr, b = nullptr;
   double best = DBL_MAX;
@@ -49,6 +51,7 @@ double time_ms(int device, F&& launch, int reps = 3) {
         break;
       }
       best = std::min(best, static_cast<double>(ms));
+      if (best > cutoff) break;
     }
   }
   (void)gpuGetLastError();  // a failed candidate leaves its error; the next one starts clean
@@ -187,9 +190,9 @@ class ConvKernel : public GpuKernel {
     double best = DBL_MAX;
     std::string tried;
     for (const gpu::Candidate& cd : cands) {
-      const double ms = time_ms(cfg_.dev.index, [&](gpuStream_t st) {
-        return gpu::conv_forward(s, cd, t, w.value(), ws, st);
-      });
+      const double ms = time_ms(
+          cfg_.dev.index, [&](gpuStream_t st) { return gpu::conv_forward(s, cd, t, w.value(), ws, st); },
+          best < DBL_MAX ? 4 * best : DBL_MAX);
       if (ms < best) best = ms, best_ = cd;
       tried += std::string(tried.empty() ? "" : ", ") + cd.name + " " + ms_str(ms);
     }
@@ -200,9 +203,8 @@ class ConvKernel : public GpuKernel {
       for (const auto& v : vc) vws = std::max(vws, v.workspace_bytes);
       auto vw = sc.get(cfg_.dev.index, std::max<size_t>(vws, 1));
       for (size_t i = 0; vw.is_ok() && best < DBL_MAX && i < vc.size(); ++i) {
-        const double ms = time_ms(cfg_.dev.index, [&](gpuStream_t st) {
-          return gpu::dnn_conv_run(vc[i], t, vw.value(), vws, st);
-        });
+        const double ms = time_ms(
+            cfg_.dev.index, [&](gpuStream_t st) { return gpu::dnn_conv_run(vc[i], t, vw.value(), vws, st); }, 4 * best);
         if (ms < best) best = ms, vendor_ = vc[i];
         tried += ", " + vc[i].name + " " + ms_str(ms);
       }
@@ -365,9 +367,9 @@ class GemmKernel : public GpuKernel {
     double best = DBL_MAX;
     std::string tried;
     for (const gpu::Candidate& cd : cands) {
-      const double ms = time_ms(cfg_.dev.index, [&](gpuStream_t st) {
-        return gpu::gemm(s, cd, t, w.value(), ws, st);
-      });
+      const double ms = time_ms(
+          cfg_.dev.index, [&](gpuStream_t st) { return gpu::gemm(s, cd, t, w.value(), ws, st); },
+          best < DBL_MAX ? 4 * best : DBL_MAX);
       if (ms < best) best = ms, best_ = cd;
       tried += std::string(tried.empty() ? "" : ", ") + cd.name + " " + ms_str(ms);
     }
@@ -378,9 +380,9 @@ class GemmKernel : public GpuKernel {
       for (const auto& v : vc) vws = std::max(vws, v.workspace_bytes);
       auto vw = sc.get(cfg_.dev.index, std::max<size_t>(vws, 1));
       for (size_t i = 0; vw.is_ok() && best < DBL_MAX && i < vc.size(); ++i) {
-        const double ms = time_ms(cfg_.dev.index, [&](gpuStream_t st) {
-          return gpu::blas_gemm_run(vc[i], t, vw.value(), vws, st);
-        });
+        const double ms = time_ms(
+            cfg_.dev.index, [&](gpuStream_t st) { return gpu::blas_gemm_run(vc[i], t, vw.value(), vws, st); },
+            4 * best);
         if (ms < best) best = ms, vendor_ = vc[i];
         tried += ", " + vc[i].name + " " + ms_str(ms);
       }

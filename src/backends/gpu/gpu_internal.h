@@ -103,8 +103,8 @@ struct Family {
   Query query;
   Create create;
 };
-const Family* conv_family(const StepRequest& req);  // gpu_conv.cpp: Conv, FusedConv, Gemm, MatMul
-const Family* ops_family(const StepRequest& req);   // gpu_ops.cpp: pooling, norms, pointwise, ...
+const Family* conv_family(const StepRequest& req);    // gpu_conv.cpp: Conv, FusedConv, Gemm, MatMul
+const Family* ops_family(const StepRequest& req);     // gpu_ops.cpp: pooling, norms, pointwise, ...
 const Family* memops_family(const StepRequest& req);  // gpu_memops.cpp: copies, LayerNorm, reductions
 
 // Support with every present slot in `fmt` (constants: plain, the host format they stay in).

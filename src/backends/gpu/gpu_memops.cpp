@@ -310,11 +310,16 @@ struct ReducePlan {
 };
 
 bool reduce_kind(const StepRequest& req, gpu::ReduceOp& op) {
-  if (onnx_op(req, "ReduceSum")) op = gpu::ReduceOp::kSum;
-  else if (onnx_op(req, "ReduceMean")) op = gpu::ReduceOp::kMean;
-  else if (onnx_op(req, "ReduceMax")) op = gpu::ReduceOp::kMax;
-  else if (onnx_op(req, "ReduceMin")) op = gpu::ReduceOp::kMin;
-  else return false;
+  if (onnx_op(req, "ReduceSum"))
+    op = gpu::ReduceOp::kSum;
+  else if (onnx_op(req, "ReduceMean"))
+    op = gpu::ReduceOp::kMean;
+  else if (onnx_op(req, "ReduceMax"))
+    op = gpu::ReduceOp::kMax;
+  else if (onnx_op(req, "ReduceMin"))
+    op = gpu::ReduceOp::kMin;
+  else
+    return false;
   return true;
 }
 

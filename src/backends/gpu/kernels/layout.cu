@@ -47,8 +47,7 @@ __global__ void nhwc_to_nchw_kernel(const Ti* x, To* y, int c, int hw, int64_t x
 // Few channels (an RGB input): one thread per pixel, reading each channel plane coalesced and
 // writing its pixel's cp values; a 32x32 tile would leave most of its threads idle.
 template <class Ti, class To>
-__global__ void nchw_to_nhwc_small_kernel(const Ti* x, To* y, int c, int cp, int64_t hw, int64_t total,
-                                          int64_t y_ps) {
+__global__ void nchw_to_nhwc_small_kernel(const Ti* x, To* y, int c, int cp, int64_t hw, int64_t total, int64_t y_ps) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= total) return;
   const int64_t img = i / hw, pos = i - img * hw;
