@@ -38,6 +38,8 @@ def main():
     ap.add_argument("--work", default="/tmp/gpu-models")
     ap.add_argument("--json", default="")
     ap.add_argument("--batches", default="1,3")
+    ap.add_argument("--precisions", default="fp32,fp16", help="of fp32, fp16, tf32 (fp32 storage, TF32 math)")
+    ap.add_argument("--no-vendor-libs", action="store_true", help="our kernels only (no cuDNN / cuBLASLt)")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     batches = [int(b) for b in a.batches.split(",")]
@@ -68,14 +70,16 @@ def main():
         # The first input twice more: the second run of a run context captures a GPU graph, the
         # third replays it; both must give the first run's bits.
         runs += [runs[0], runs[0]]
-        info = subprocess.run([a.infera, "info", path, "--device", "gpu", "--plan", "--batch", "1"],
-                              capture_output=True, text=True)
+        info = subprocess.run([a.infera, "info", path, "--device", "gpu", "--plan", "--batch", "1"] +
+                              (["--no-vendor-libs"] if a.no_vendor_libs else []), capture_output=True, text=True)
         steps = re.search(r"steps\s+(.*)", info.stdout)
         row = {"model": name, "plan": steps.group(1) if steps else info.stderr.strip()[-200:]}
-        for prec in ("fp32", "fp16"):
+        for prec in a.precisions.split(","):
             out = os.path.join(a.work, "out_%s_%s" % (name, prec))
-            p = subprocess.run([a.driver, path, out] + runs + ["--device", "gpu", "--precision", prec],
-                               capture_output=True, text=True)
+            flags = ["--precision", "fp32", "--tf32"] if prec == "tf32" else ["--precision", prec]
+            if a.no_vendor_libs:
+                flags.append("--no-vendor-libs")
+            p = subprocess.run([a.driver, path, out] + runs + ["--device", "gpu"] + flags, capture_output=True, text=True)
             if p.returncode != 0:
                 print("FAIL %-20s %s: session_driver exit %d: %s" % (name, prec, p.returncode, p.stderr.strip()[-300:]))
                 failed += 1

@@ -4,7 +4,7 @@
 // reuse), which separate `infera run` processes cannot show. Public API only (infera/infera.h).
 //
 // Usage: session_driver MODEL OUT_DIR RUN [RUN...] [--threads N] [--run-on WHERE[,WHERE...]]
-//                      [--device cpu|gpu[:N]] [--precision fp32|fp16]
+//                      [--device cpu|gpu[:N]] [--precision fp32|fp16] [--tf32] [--no-vendor-libs]
 //   RUN   NAME=FILE[,NAME=FILE...]: the inputs of one Session::run (.npy or TensorProto .pb)
 //   WHERE per run (the last one repeats): main (the thread that loaded the model, default),
 //         thread (a std::thread, default stack), or a stack size in bytes (a pthread with that
@@ -113,6 +113,10 @@ int main(int argc, char** argv) {
       auto p = infera::parse_precision(argv[++i]);
       if (!p.is_ok()) return fail(p.message());
       opts.precision = p.value();
+    } else if (a == "--tf32") {
+      opts.allow_tf32 = true;
+    } else if (a == "--no-vendor-libs") {
+      opts.vendor_libraries = false;
     } else if (a == "--run-on" && i + 1 < argc) {
       std::string spec = argv[++i];
       for (size_t b = 0; b <= spec.size();) {
