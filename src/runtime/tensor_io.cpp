@@ -149,7 +149,11 @@ class NpyHeaderParser {
   // A Python int as numpy writes it: decimal digits, no leading zeros ("0" alone), no sign
   // but a '-' reported as a negative dimension.
   Status dimension(int64_t& out) {
-    if (eat('-')) return fail("negative dimension in 'shape'");
+    if (eat('-')) {
+      std::string digits;
+      while (i_ < s_.size() && digits.size() < 20 && std::isdigit(static_cast<unsigned char>(s_[i_]))) digits += s_[i_++];
+      return fail("negative dimension -" + digits + " in 'shape'");
+    }
     if (i_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[i_])))
       return fail("'shape' must be a tuple of integers");
     if (s_[i_] == '0' && i_ + 1 < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_ + 1])))
@@ -233,7 +237,9 @@ Result<Tensor> tensor_from_npy_bytes(const std::string& bytes, const std::string
     return bad("unsupported version " + std::to_string(major));
   }
   if (hlen > limits::kMaxNpyHeaderBytes) return bad("header of " + std::to_string(hlen) + " bytes is too long");
-  if (hstart + hlen > bytes.size()) return bad("header length beyond the file");
+  if (hstart + hlen > bytes.size())
+    return bad("header length " + std::to_string(hlen) + " goes beyond the file of " + std::to_string(bytes.size()) +
+               " bytes");
   NpyHeader h;
   Status st = parse_npy_header(bytes.substr(hstart, hlen), h);
   if (!st.is_ok()) return bad("header: " + st.message());
@@ -241,7 +247,12 @@ Result<Tensor> tensor_from_npy_bytes(const std::string& bytes, const std::string
   auto dt = npy_dtype(h.descr, path);
   if (!dt.is_ok()) return dt.status();
   int64_t n = 0;
-  if (!limits::checked_elements(h.shape.data(), h.shape.size(), n)) return bad("shape has more than 2^40 elements");
+  if (!limits::checked_elements(h.shape.data(), h.shape.size(), n)) {
+    std::string dims;
+    for (int64_t d : h.shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    return bad("shape (" + dims + ") has more than 2^40 (" + std::to_string(limits::kMaxTensorElements) +
+               ") elements");
+  }
   const size_t need = static_cast<size_t>(n) * dtype_size(dt.value());
   const size_t have = bytes.size() - hstart - hlen;
   if (have != need)

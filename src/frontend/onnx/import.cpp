@@ -209,8 +209,12 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
   for (int64_t d : dims)
     if (d < 0) return Status::error(what + ": negative dimension " + std::to_string(d));
   int64_t n = 0;
-  if (!limits::checked_elements(dims.data(), dims.size(), n))
-    return Status::error(what + ": dims product overflows (more than 2^40 elements)");
+  if (!limits::checked_elements(dims.data(), dims.size(), n)) {
+    std::string ds;
+    for (int64_t d : dims) ds += (ds.empty() ? "" : ", ") + std::to_string(d);
+    return Status::error(what + ": dims [" + ds + "] hold more than 2^40 (" +
+                         std::to_string(limits::kMaxTensorElements) + ") elements");
+  }
   const size_t es = dtype_size(dt);
   const size_t nbytes = static_cast<size_t>(n) * es;
   const bool external = tp.data_location() == onnx::TensorProto::EXTERNAL;
