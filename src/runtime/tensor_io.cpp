@@ -151,7 +151,8 @@ class NpyHeaderParser {
   Status dimension(int64_t& out) {
     if (eat('-')) {
       std::string digits;
-      while (i_ < s_.size() && digits.size() < 20 && std::isdigit(static_cast<unsigned char>(s_[i_]))) digits += s_[i_++];
+      while (i_ < s_.size() && digits.size() < 20 && std::isdigit(static_cast<unsigned char>(s_[i_])))
+        digits += s_[i_++];
       return fail("negative dimension -" + digits + " in 'shape'");
     }
     if (i_ >= s_.size() || !std::isdigit(static_cast<unsigned char>(s_[i_])))
@@ -250,8 +251,7 @@ Result<Tensor> tensor_from_npy_bytes(const std::string& bytes, const std::string
   if (!limits::checked_elements(h.shape.data(), h.shape.size(), n)) {
     std::string dims;
     for (int64_t d : h.shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-    return bad("shape (" + dims + ") has more than 2^40 (" + std::to_string(limits::kMaxTensorElements) +
-               ") elements");
+    return bad("shape (" + dims + ") has more than 2^40 (" + std::to_string(limits::kMaxTensorElements) + ") elements");
   }
   const size_t need = static_cast<size_t>(n) * dtype_size(dt.value());
   const size_t have = bytes.size() - hstart - hlen;

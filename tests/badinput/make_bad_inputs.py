@@ -373,7 +373,7 @@ def build(root):
                          b"\0" * 40))
     input_case("npy_header_negative_dim", ["x.npy", "negative", "-1"], "header shape (-1, 3, 8, 8)", "x.npy",
                npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 3, 8, 8), }", b"\0" * 768))
-    input_case("npy_garbage_header", ["x.npy", "'descr'"], "magic + version, then a header of random bytes", "x.npy",
+    input_case("npy_garbage_header", ["x.npy", "not a dict"], "magic + version, then a header of random bytes", "x.npy",
                b"\x93NUMPY\x01\x00" + struct.pack("<H", 118) + RNG.integers(0, 256, 118, dtype=np.uint8).tobytes()
                + b"\0" * 768)
     input_case("npy_header_length_beyond_file", ["x.npy", "65535", "200"], "header length 65535 in a 200-byte file", "x.npy",
