@@ -34,7 +34,11 @@ lib=$(ls -d "$tmp"/prefix/lib*/ | head -n 1)
 for f in libinfera.so libinfera.a pkgconfig/infera.pc cmake/infera/inferaConfig.cmake; do
   [ -e "$lib/$f" ] && ok "installed $(basename "$lib")/$f" || bad "missing $(basename "$lib")/$f"
 done
-[ -n "$(find "$tmp/prefix/include" -name '*.h' ! -path '*/infera/infera.h')" ] && bad "private headers installed"
+# Exactly the public headers (include/infera/*.h), nothing from src/.
+want=$(cd "$root/include" && find infera -name '*.h' | sort)
+have=$(cd "$tmp/prefix/include" && find . -name '*.h' | sed 's|^\./||' | sort)
+[ "$have" = "$want" ] && ok "installed headers are the public ones ($(echo $want))" \
+  || bad "installed headers differ from include/infera: $(echo $have)"
 "$tmp/prefix/bin/infera" --version | grep -q "^infera [0-9]" && ok "installed infera --version" || bad "infera --version"
 
 if cmake -S "$root/examples/embed" -B "$tmp/embed" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release \
