@@ -64,6 +64,14 @@ struct Support {
     s.reason = std::move(why);
     return s;
   }
+  // Yes, with every input and output slot in the plain format only.
+  static Support plain(size_t num_inputs, size_t num_outputs) {
+    Support s;
+    s.ok = true;
+    s.input_formats.assign(num_inputs, kPlainOnly);
+    s.output_formats.assign(num_outputs, kPlainOnly);
+    return s;
+  }
 };
 
 // What a kernel mutates while it runs, one per run context (bound memory handles, a library

@@ -86,6 +86,8 @@ struct Node {
   std::string attr_string(const std::string& k, const std::string& dflt) const;
   std::vector<int64_t> attr_ints(const std::string& k, const std::vector<int64_t>& dflt = {}) const;
   std::vector<float> attr_floats(const std::string& k, const std::vector<float>& dflt = {}) const;
+  // True for op `op` of the default ONNX domain ("" or "ai.onnx").
+  bool is_onnx(const char* op) const { return op_type == op && (domain.empty() || domain == "ai.onnx"); }
   // "node 'conv1' (Conv)" for messages.
   std::string label() const;
   size_t num_inputs() const { return inputs.size(); }

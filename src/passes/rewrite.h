@@ -75,8 +75,6 @@ bool read_floats(const Tensor& t, std::vector<double>& out);
 Result<Tensor> make_floats(DataType dt, std::vector<int64_t> dims, const std::vector<double>& vals);
 
 // True for the default ONNX domain ("" or "ai.onnx").
-inline bool is_onnx_op(const Node& n, const char* op) {
-  return n.op_type == op && (n.domain.empty() || n.domain == "ai.onnx");
-}
+inline bool is_onnx_op(const Node& n, const char* op) { return n.is_onnx(op); }
 
 }  // namespace infera::rewrite

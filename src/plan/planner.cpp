@@ -240,10 +240,7 @@ Status Planner::assign(size_t s) {
     if (st.dynamic) {
       if (!be.runs_dynamic_steps()) continue;
       st.backend = b;
-      st.sup = Support{};
-      st.sup.ok = true;
-      st.sup.input_formats.assign(n.inputs.size(), kPlainOnly);
-      st.sup.output_formats.assign(n.outputs.size(), kPlainOnly);
+      st.sup = Support::plain(n.inputs.size(), n.outputs.size());
       return Status::ok();
     }
     Support sup = be.supports(request(s, false));

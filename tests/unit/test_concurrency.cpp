@@ -213,11 +213,7 @@ class LoopBackend : public Backend {
   Support supports(const StepRequest& req) const override {
     const std::string& op = req.node->op_type;
     if (op != "Relu" && op != "Sigmoid" && op != "Add") return Support::no("not a loop op");
-    Support s;
-    s.ok = true;
-    s.input_formats.assign(req.inputs.size(), kPlainOnly);
-    s.output_formats.assign(req.outputs.size(), kPlainOnly);
-    return s;
+    return Support::plain(req.inputs.size(), req.outputs.size());
   }
   Result<std::unique_ptr<StepKernel>> create(const StepRequest& req) const override {
     return std::unique_ptr<StepKernel>(std::make_unique<Loop>(req.node->op_type));

@@ -81,24 +81,6 @@ struct BlasPlan {
   size_t lt_workspace = 0;
 };
 
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (cudaGetDevice(&prev_) == cudaSuccess && prev_ != device)
-      ok_ = cudaSetDevice(device) == cudaSuccess;
-    else
-      prev_ = -1;
-  }
-  ~DeviceScope() {
-    if (prev_ >= 0) (void)cudaSetDevice(prev_);
-  }
-  bool ok() const { return ok_; }
-
- private:
-  int prev_ = -1;
-  bool ok_ = true;
-};
-
 struct Cache {
   std::mutex m;
   std::map<int, cublasLtHandle_t> handles;  // one per device, never destroyed (plans refer to it)
@@ -294,7 +276,7 @@ std::vector<VendorCandidate> blas_gemm_candidates(const GemmShape& s, bool bias,
     std::vector<VendorCandidate> cands;
     auto h = c.handles.find(device);
     if (h == c.handles.end()) {
-      DeviceScope scope(device);
+      GpuDeviceScope scope(device);
       cublasLtHandle_t lt = nullptr;
       const cublasStatus_t st = scope.ok() ? cublasLtCreate(&lt) : CUBLAS_STATUS_NOT_INITIALIZED;
       if (st == CUBLAS_STATUS_SUCCESS)
@@ -303,7 +285,7 @@ std::vector<VendorCandidate> blas_gemm_candidates(const GemmShape& s, bool bias,
         msg = lt_error("cannot create a handle", st);
     }
     if (h != c.handles.end()) {
-      DeviceScope scope(device);
+      GpuDeviceScope scope(device);
       void*& dummy = c.dummy_bias[device];
       if (!dummy && cudaMalloc(&dummy, 256) != cudaSuccess) dummy = nullptr, (void)cudaGetLastError();
       cands = build_candidates(s, bias, act, tf32, device, res, h->second, dummy, msg);

@@ -100,25 +100,6 @@ cudnnStatus_t set_desc(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t a
   return cudnnBackendSetAttribute(d, a, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &p);
 }
 
-// Makes the calling thread's current device `device` for a scope (cudnnCreate binds to it).
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (cudaGetDevice(&prev_) == cudaSuccess && prev_ != device)
-      ok_ = cudaSetDevice(device) == cudaSuccess;
-    else
-      prev_ = -1;
-  }
-  ~DeviceScope() {
-    if (prev_ >= 0) (void)cudaSetDevice(prev_);
-  }
-  bool ok() const { return ok_; }
-
- private:
-  int prev_ = -1;
-  bool ok_ = true;
-};
-
 // Handles per device: taken for one build or one run and given back, so two threads never use one
 // handle at once (a cuDNN handle holds its stream). Never destroyed: plans refer to the handle
 // they were built with, and destroying handles during process exit races the runtime's teardown.
@@ -135,7 +116,7 @@ class HandlePool {
         return h;
       }
     }
-    DeviceScope scope(device);
+    GpuDeviceScope scope(device);
     cudnnHandle_t h = nullptr;
     *st = scope.ok() ? cudnnCreate(&h) : CUDNN_STATUS_EXECUTION_FAILED;
     return *st == CUDNN_STATUS_SUCCESS ? h : nullptr;
@@ -518,7 +499,7 @@ std::vector<VendorCandidate> build_candidates(const Signature& sig, std::string&
     why = cudnn_detail("cannot create a handle", lease.st);
     return out;
   }
-  DeviceScope scope(sig.device);
+  GpuDeviceScope scope(sig.device);
   auto g = std::make_shared<DnnGraph>();
   BuildError err;
   if (!build_graph(sig, lease.h, *g, err)) {

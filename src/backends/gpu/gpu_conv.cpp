@@ -67,6 +67,49 @@ std::string ms_str(double ms) {
   return buf;
 }
 
+// One layer's kernel choice: our candidates first (a candidate stops one rep past 4x the best so
+// far), then the vendor library's, timed only against a baseline of ours; the fastest is kept.
+struct Choice {
+  int device = 0;
+  double best = DBL_MAX;
+  gpu::Candidate ours;
+  std::optional<gpu::VendorCandidate> vendor;  // set when the vendor's beat ours
+  std::string tried;                           // every candidate and its time
+
+  template <class Run>  // run(candidate, stream) -> gpu::Status
+  void time_ours(const std::vector<gpu::Candidate>& cands, Run&& run) {
+    for (const gpu::Candidate& cd : cands) {
+      const double ms = time_ms(
+          device, [&](gpuStream_t st) { return run(cd, st); }, best < DBL_MAX ? 4 * best : DBL_MAX);
+      if (ms < best) best = ms, ours = cd;
+      note(cd.name, ms);
+    }
+  }
+  template <class Run>  // run(candidate, workspace, workspace bytes, stream) -> gpu::Status
+  void time_vendor(Scratch& sc, const std::vector<gpu::VendorCandidate>& vc, Run&& run) {
+    size_t ws = 0;
+    for (const auto& v : vc) ws = std::max(ws, v.workspace_bytes);
+    auto w = sc.get(device, std::max<size_t>(ws, 1));
+    for (size_t i = 0; w.is_ok() && best < DBL_MAX && i < vc.size(); ++i) {
+      const double ms = time_ms(
+          device, [&](gpuStream_t st) { return run(vc[i], w.value(), ws, st); }, 4 * best);
+      if (ms < best) best = ms, vendor = vc[i];
+      note(vc[i].name, ms);
+    }
+  }
+  size_t workspace_bytes() const { return vendor ? vendor->workspace_bytes : ours.workspace_bytes; }
+  // The step's implementation name: the winner, and with several candidates every time.
+  Result<std::string> name(const char* what) const {
+    if (best == DBL_MAX)
+      return Status::error(StatusCode::kDeviceError, std::string("gpu: every ") + what + " candidate failed to run");
+    const std::string n = vendor ? vendor->name : std::string(ours.name);
+    return n + (tried.find(',') != std::string::npos ? " (" + ms_str(best) + " of: " + tried + ")" : "");
+  }
+
+ private:
+  void note(const std::string& n, double ms) { tried += (tried.empty() ? "" : ", ") + n + " " + ms_str(ms); }
+};
+
 // ---------------------------------------------------------------- Conv / FusedConv
 struct ConvPlan {
   gpu::ConvShape shape;
@@ -145,7 +188,7 @@ class ConvKernel : public GpuKernel {
     return choose();
   }
 
-  size_t scratch_bytes() const override { return vendor_ ? vendor_->workspace_bytes : best_.workspace_bytes; }
+  size_t scratch_bytes() const override { return choice_.workspace_bytes(); }
 
   Status run(ComputeContext& ctx) const override {
     gpu::ConvTensors t;
@@ -155,12 +198,12 @@ class ConvKernel : public GpuKernel {
     t.ep.bias = static_cast<const float*>(bias_.get());
     if (p_.residual) t.ep.residual = {ctx.in(3).data, 0, 0};
     t.ep.act = p_.act;
-    if (vendor_)
+    if (choice_.vendor)
       INFERA_GPU_OK(ctx.node.label(),
-                    gpu::dnn_conv_run(*vendor_, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
+                    gpu::dnn_conv_run(*choice_.vendor, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
     else
       INFERA_GPU_OK(ctx.node.label(),
-                    gpu::conv_forward(p_.shape, best_, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
+                    gpu::conv_forward(p_.shape, choice_.ours, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
     return Status::ok();
   }
 
@@ -187,38 +230,24 @@ class ConvKernel : public GpuKernel {
     t.ep.bias = static_cast<const float*>(bias_.get());
     if (p_.residual) t.ep.residual = {z.value(), 0, 0};
     t.ep.act = p_.act;
-    double best = DBL_MAX;
-    std::string tried;
-    for (const gpu::Candidate& cd : cands) {
-      const double ms = time_ms(
-          cfg_.dev.index, [&](gpuStream_t st) { return gpu::conv_forward(s, cd, t, w.value(), ws, st); },
-          best < DBL_MAX ? 4 * best : DBL_MAX);
-      if (ms < best) best = ms, best_ = cd;
-      tried += std::string(tried.empty() ? "" : ", ") + cd.name + " " + ms_str(ms);
-    }
-    if (cfg_.vendor_libs && gpu::dnn_fuses(p_.act)) {
-      // cuDNN's engines for the same fused conv; timed only when ours ran (a baseline to beat).
-      std::vector<gpu::VendorCandidate> vc = gpu::dnn_conv_candidates(s, t.ep, cfg_.tf32, cfg_.dev.index);
-      size_t vws = 0;
-      for (const auto& v : vc) vws = std::max(vws, v.workspace_bytes);
-      auto vw = sc.get(cfg_.dev.index, std::max<size_t>(vws, 1));
-      for (size_t i = 0; vw.is_ok() && best < DBL_MAX && i < vc.size(); ++i) {
-        const double ms = time_ms(
-            cfg_.dev.index, [&](gpuStream_t st) { return gpu::dnn_conv_run(vc[i], t, vw.value(), vws, st); }, 4 * best);
-        if (ms < best) best = ms, vendor_ = vc[i];
-        tried += ", " + vc[i].name + " " + ms_str(ms);
-      }
-    }
-    if (best == DBL_MAX) return Status::error(StatusCode::kDeviceError, "gpu: every conv candidate failed to run");
-    const std::string name = vendor_ ? vendor_->name : std::string(best_.name);
-    impl_ = name + (tried.find(',') != std::string::npos ? " (" + ms_str(best) + " of: " + tried + ")" : "");
+    choice_.device = cfg_.dev.index;
+    choice_.time_ours(cands, [&](const gpu::Candidate& cd, gpuStream_t st) {
+      return gpu::conv_forward(s, cd, t, w.value(), ws, st);
+    });
+    if (cfg_.vendor_libs && gpu::dnn_fuses(p_.act))  // cuDNN's engines for the same fused conv
+      choice_.time_vendor(sc, gpu::dnn_conv_candidates(s, t.ep, cfg_.tf32, cfg_.dev.index),
+                          [&](const gpu::VendorCandidate& vc, void* vw, size_t vws, gpuStream_t st) {
+                            return gpu::dnn_conv_run(vc, t, vw, vws, st);
+                          });
+    auto name = choice_.name("conv");
+    if (!name.is_ok()) return name.status();
+    impl_ = name.take();
     return Status::ok();
   }
 
   ConvPlan p_;
   DeviceBuffer w_, bias_;
-  gpu::Candidate best_;
-  std::optional<gpu::VendorCandidate> vendor_;  // cuDNN's engine, when it beat ours
+  Choice choice_;  // ours or cuDNN's engine
 };
 
 Result<std::unique_ptr<StepKernel>> conv_create(const GpuConfig& c, const StepRequest& req) {
@@ -262,7 +291,7 @@ bool plan_gemm(const GpuConfig& c, const StepRequest& req, GemmPlan& p) {
       for (int i = 0; i < s.n; ++i) p.bias.push_back(g.beta * cp[i]);
     }
     p.act = op->activation();
-  } else if (req.node->op_type == "MatMul" && (req.node->domain.empty() || req.node->domain == "ai.onnx")) {
+  } else if (req.node->is_onnx("MatMul")) {
     if (!req.has_in(0) || !req.has_in(1) || req.inputs[0]->value) return false;
     const Dims a = req.in_dims(0), b = req.in_dims(1);
     if (a.size() < 2 || b.size() < 2) return false;
@@ -325,7 +354,7 @@ class GemmKernel : public GpuKernel {
     return choose();
   }
 
-  size_t scratch_bytes() const override { return vendor_ ? vendor_->workspace_bytes : best_.workspace_bytes; }
+  size_t scratch_bytes() const override { return choice_.workspace_bytes(); }
 
   Status run(ComputeContext& ctx) const override {
     gpu::GemmTensors t;
@@ -334,12 +363,12 @@ class GemmKernel : public GpuKernel {
     t.c = ctx.out(0).data;
     t.bias = static_cast<const float*>(bias_.get());
     t.act = p_.act;
-    if (vendor_)
+    if (choice_.vendor)
       INFERA_GPU_OK(ctx.node.label(),
-                    gpu::blas_gemm_run(*vendor_, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
+                    gpu::blas_gemm_run(*choice_.vendor, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
     else
       INFERA_GPU_OK(ctx.node.label(),
-                    gpu::gemm(p_.shape, best_, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
+                    gpu::gemm(p_.shape, choice_.ours, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
     return Status::ok();
   }
 
@@ -364,39 +393,23 @@ class GemmKernel : public GpuKernel {
     t.c = y.value();
     t.bias = static_cast<const float*>(bias_.get());
     t.act = p_.act;
-    double best = DBL_MAX;
-    std::string tried;
-    for (const gpu::Candidate& cd : cands) {
-      const double ms = time_ms(
-          cfg_.dev.index, [&](gpuStream_t st) { return gpu::gemm(s, cd, t, w.value(), ws, st); },
-          best < DBL_MAX ? 4 * best : DBL_MAX);
-      if (ms < best) best = ms, best_ = cd;
-      tried += std::string(tried.empty() ? "" : ", ") + cd.name + " " + ms_str(ms);
-    }
-    if (cfg_.vendor_libs && gpu::blas_fuses(p_.act)) {
-      std::vector<gpu::VendorCandidate> vc =
-          gpu::blas_gemm_candidates(s, t.bias != nullptr, p_.act, cfg_.tf32, cfg_.dev.index);
-      size_t vws = 0;
-      for (const auto& v : vc) vws = std::max(vws, v.workspace_bytes);
-      auto vw = sc.get(cfg_.dev.index, std::max<size_t>(vws, 1));
-      for (size_t i = 0; vw.is_ok() && best < DBL_MAX && i < vc.size(); ++i) {
-        const double ms = time_ms(
-            cfg_.dev.index, [&](gpuStream_t st) { return gpu::blas_gemm_run(vc[i], t, vw.value(), vws, st); },
-            4 * best);
-        if (ms < best) best = ms, vendor_ = vc[i];
-        tried += ", " + vc[i].name + " " + ms_str(ms);
-      }
-    }
-    if (best == DBL_MAX) return Status::error(StatusCode::kDeviceError, "gpu: every gemm candidate failed to run");
-    const std::string name = vendor_ ? vendor_->name : std::string(best_.name);
-    impl_ = name + (tried.find(',') != std::string::npos ? " (" + ms_str(best) + " of: " + tried + ")" : "");
+    choice_.device = cfg_.dev.index;
+    choice_.time_ours(cands,
+                      [&](const gpu::Candidate& cd, gpuStream_t st) { return gpu::gemm(s, cd, t, w.value(), ws, st); });
+    if (cfg_.vendor_libs && gpu::blas_fuses(p_.act))
+      choice_.time_vendor(sc, gpu::blas_gemm_candidates(s, t.bias != nullptr, p_.act, cfg_.tf32, cfg_.dev.index),
+                          [&](const gpu::VendorCandidate& vc, void* vw, size_t vws, gpuStream_t st) {
+                            return gpu::blas_gemm_run(vc, t, vw, vws, st);
+                          });
+    auto name = choice_.name("gemm");
+    if (!name.is_ok()) return name.status();
+    impl_ = name.take();
     return Status::ok();
   }
 
   GemmPlan p_;
   DeviceBuffer b_, bias_;
-  gpu::Candidate best_;
-  std::optional<gpu::VendorCandidate> vendor_;  // cuBLASLt's algorithm, when it beat ours
+  Choice choice_;  // ours or cuBLASLt's algorithm
 };
 
 Result<std::unique_ptr<StepKernel>> gemm_create(const GpuConfig& c, const StepRequest& req) {

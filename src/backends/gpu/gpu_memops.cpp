@@ -14,10 +14,6 @@
 namespace infera::gpu_backend {
 namespace {
 
-bool onnx_op(const StepRequest& req, const char* name) {
-  return req.node->op_type == name && (req.node->domain.empty() || req.node->domain == "ai.onnx");
-}
-
 // Element strides of a value's logical dims in its format (plain: row-major; NHWC: above).
 Dims physical_strides(const Dims& d, Format f) {
   Dims s = strides_of(d);
@@ -86,7 +82,7 @@ bool plan_copies(const StepRequest& req, std::vector<Copy>& out, std::string& wh
   const Dims xs = physical_strides(x, req.in_format(0));
   auto y_strides = [&](size_t slot) { return physical_strides(req.out_dims(slot), req.out_format(slot)); };
 
-  if (onnx_op(req, "Transpose")) {
+  if (req.node->is_onnx("Transpose")) {
     if (!req.has_out(0)) return false;
     std::vector<int64_t> perm = req.node->attr_ints("perm");
     if (!req.node->has_attr("perm")) {
@@ -103,7 +99,7 @@ bool plan_copies(const StepRequest& req, std::vector<Copy>& out, std::string& wh
     }
     out.push_back(std::move(c));
     what = "transpose (strided copy)";
-  } else if (onnx_op(req, "Slice")) {
+  } else if (req.node->is_onnx("Slice")) {
     if (!req.has_out(0)) return false;
     std::vector<int64_t> starts, ends, axes, steps;
     if (req.opset < 10) {
@@ -133,7 +129,7 @@ bool plan_copies(const StepRequest& req, std::vector<Copy>& out, std::string& wh
     }
     out.push_back(std::move(c));
     what = "slice (strided copy)";
-  } else if (onnx_op(req, "Split")) {
+  } else if (req.node->is_onnx("Split")) {
     int64_t axis = req.node->attr_int("axis", 0);
     if (!normalize_axis(axis, static_cast<int64_t>(r))) return false;
     int64_t offset = 0;
@@ -172,7 +168,7 @@ bool plan_copies(const StepRequest& req, std::vector<Copy>& out, std::string& wh
     }
     if (offset != y[axis]) return false;
     what = "concat (strided copies)";
-  } else if (onnx_op(req, "Expand")) {
+  } else if (req.node->is_onnx("Expand")) {
     if (!req.has_out(0) || !req.has_in(1) || !req.inputs[1]->value) return false;
     Copy c;
     c.dims = req.out_dims(0);
@@ -310,13 +306,13 @@ struct ReducePlan {
 };
 
 bool reduce_kind(const StepRequest& req, gpu::ReduceOp& op) {
-  if (onnx_op(req, "ReduceSum"))
+  if (req.node->is_onnx("ReduceSum"))
     op = gpu::ReduceOp::kSum;
-  else if (onnx_op(req, "ReduceMean"))
+  else if (req.node->is_onnx("ReduceMean"))
     op = gpu::ReduceOp::kMean;
-  else if (onnx_op(req, "ReduceMax"))
+  else if (req.node->is_onnx("ReduceMax"))
     op = gpu::ReduceOp::kMax;
-  else if (onnx_op(req, "ReduceMin"))
+  else if (req.node->is_onnx("ReduceMin"))
     op = gpu::ReduceOp::kMin;
   else
     return false;
@@ -404,8 +400,8 @@ Result<std::unique_ptr<StepKernel>> reduce_create(const GpuConfig& c, const Step
 
 const Family* memops_family(const StepRequest& req) {
   static const Family copy{copy_query, copy_create}, ln{ln_query, ln_create}, red{reduce_query, reduce_create};
-  if (onnx_op(req, "Transpose") || onnx_op(req, "Slice") || onnx_op(req, "Split") || onnx_op(req, "Expand") ||
-      dynamic_cast<const ConcatOp*>(req.op))
+  if (req.node->is_onnx("Transpose") || req.node->is_onnx("Slice") || req.node->is_onnx("Split") ||
+      req.node->is_onnx("Expand") || dynamic_cast<const ConcatOp*>(req.op))
     return &copy;
   if (req.node->op_type == "LayerNormalization" &&
       (req.node->domain.empty() || req.node->domain == "ai.onnx" || req.node->domain == "com.infera"))

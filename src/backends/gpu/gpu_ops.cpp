@@ -15,10 +15,6 @@
 namespace infera::gpu_backend {
 namespace {
 
-bool onnx_op(const StepRequest& req, const char* name) {
-  return req.node->op_type == name && (req.node->domain.empty() || req.node->domain == "ai.onnx");
-}
-
 int64_t numel(const Dims& d) {
   int64_t n = 1;
   for (int64_t v : d) n *= v;
@@ -487,8 +483,8 @@ class ReshapeKernel : public GpuKernel {
 };
 
 bool plan_reshape(const StepRequest& req) {
-  const bool op =
-      onnx_op(req, "Reshape") || onnx_op(req, "Flatten") || onnx_op(req, "Squeeze") || onnx_op(req, "Unsqueeze");
+  const bool op = req.node->is_onnx("Reshape") || req.node->is_onnx("Flatten") || req.node->is_onnx("Squeeze") ||
+                  req.node->is_onnx("Unsqueeze");
   if (!op || !req.has_in(0) || req.inputs[0]->value || !req.has_out(0)) return false;
   for (size_t i = 1; i < req.inputs.size(); ++i)
     if (req.has_in(i) && !req.inputs[i]->value) return false;  // a shape known at plan time
@@ -526,7 +522,8 @@ const Family* ops_family(const StepRequest& req) {
     return plan_concat(req, chans) ? &cat : nullptr;
   }
   if (dynamic_cast<const SoftmaxOp*>(op)) return &sm;
-  if (onnx_op(req, "Reshape") || onnx_op(req, "Flatten") || onnx_op(req, "Squeeze") || onnx_op(req, "Unsqueeze"))
+  if (req.node->is_onnx("Reshape") || req.node->is_onnx("Flatten") || req.node->is_onnx("Squeeze") ||
+      req.node->is_onnx("Unsqueeze"))
     return &rs;
   return nullptr;
 }

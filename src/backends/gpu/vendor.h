@@ -152,6 +152,28 @@ inline bool gpuIsDevicePointer(const void* p) {
 }
 #endif
 
+// Makes `device` the calling thread's current device for a scope and restores the previous one
+// (library handles bind to the current device when created). ok(): the switch worked.
+class GpuDeviceScope {
+ public:
+  explicit GpuDeviceScope(int device) {
+    if (gpuGetDevice(&prev_) == gpuSuccess && prev_ != device)
+      ok_ = gpuSetDevice(device) == gpuSuccess;
+    else
+      prev_ = -1;
+  }
+  GpuDeviceScope(const GpuDeviceScope&) = delete;
+  GpuDeviceScope& operator=(const GpuDeviceScope&) = delete;
+  ~GpuDeviceScope() {
+    if (prev_ >= 0) (void)gpuSetDevice(prev_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  int prev_ = -1;
+  bool ok_ = true;
+};
+
 // Evaluates a gpu* call; on failure returns a Status carrying the runtime's message (a static
 // string owned by the runtime) from the enclosing function.
 #define GPU_TRY(expr)                                                                              \

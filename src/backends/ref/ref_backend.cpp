@@ -45,11 +45,7 @@ class RefBackend : public Backend {
 
   Support supports(const StepRequest& req) const override {
     if (!req.op) return Support::no("no op");
-    Support s;
-    s.ok = true;
-    s.input_formats.assign(req.inputs.size(), kPlainOnly);
-    s.output_formats.assign(req.outputs.size(), kPlainOnly);
-    return s;
+    return Support::plain(req.inputs.size(), req.outputs.size());
   }
 
   Result<std::unique_ptr<StepKernel>> create(const StepRequest& req) const override {
