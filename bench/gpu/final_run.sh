@@ -5,7 +5,10 @@
 #      infera bench, fp32 / tf32 / fp16 at batch 1, 32, 256 (device-resident I/O, as the peer),
 #      then fp16 with our kernels only (--no-vendor-libs) and fp16 b256 with host I/O;
 #   3. the model set (tests/gpu/gpu_models.py: FP32 / FP16 vs PyTorch, graph replay);
-#   4. MobileNetV2 / EfficientNet-B0 fp16 b1 / b256 with their peer, if time is left.
+#   4. MobileNetV2 / EfficientNet-B0 fp16 b1 / b256 with their peer, if time is left;
+#   5. with COMPILE=BATCHES: torch.compile (max-autotune-no-cudagraphs) + CUDA graph of ResNet-50 fp16
+#      at those batches, before phase 4 (minutes of autotuning: it gets what time is left, less 20 s).
+# MODELS=0 skips phase 3 (tests/gpu/validate_device.sh validates without benchmarking).
 # Every phase has a time limit; results go to $OUT as they come.
 # Usage: bash bench/gpu/final_run.sh STAGE_TARBALL PEER_PY [TOTAL_S]
 set -u
@@ -47,12 +50,19 @@ timeout 40 "$bin/infera" info /tmp/resnet50.onnx --device gpu --precision fp16 -
 
 echo "== models ($(left) s left)"
 lim=$(( $(left) - 70 )); ((lim > 200)) && lim=200
+[ "${MODELS:-1}" = 0 ] && lim=0
 if ((lim > 30)); then
   PYTHONUNBUFFERED=1 timeout "$lim" python3 "$root/tests/gpu/gpu_models.py" --infera "$bin/infera" \
     --driver "$bin/session_driver" --json "$out/models.json" >"$out/models.txt" 2>&1
   grep -E "^(PASS|FAIL)|plan at|passed" "$out/models.txt" | grep -v "^PASS" | head -40
 fi
 
+if [ -n "${COMPILE:-}" ]; then
+  echo "== torch.compile resnet50 fp16 batches $COMPILE ($(left) s left)"
+  PYTHONUNBUFFERED=1 timeout $(( $(left) - 20 )) python3 "$peer" --model resnet50 --batches "$COMPILE" \
+    --dtypes fp16 --compile >"$out/torch-compile-resnet50.jsonl" 2>"$out/torch-compile-resnet50.err"
+  echo "torch.compile exit $?"; cat "$out/torch-compile-resnet50.jsonl"; tail -n 3 "$out/torch-compile-resnet50.err"
+fi
 echo "== mobilenet_v2 / efficientnet_b0 ($(left) s left)"
 for m in mobilenet_v2 efficientnet_b0; do
   (($(left) < 45)) && { echo "no time left for $m"; break; }

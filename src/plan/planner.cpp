@@ -524,6 +524,16 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
     p->outputs.push_back(id);
   }
   for (int v : g_.inputs) p->inputs.push_back(v);
+  // A step whose outputs all have zero elements writes nothing (kernels need not take empty sizes).
+  for (PlanStep& st : p->steps) {
+    int present = 0, empty = 0;
+    for (int v : st.outputs) {
+      if (v < 0) continue;
+      ++present;
+      empty += p->values[v].info.shape.numel() == 0;  // -1 unless fully known
+    }
+    st.empty = !st.dynamic && present > 0 && empty == present;
+  }
 
   // Memory: liveness over the final steps, per device; in-place outputs share their input's
   // buffer (one interval for both).

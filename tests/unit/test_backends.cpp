@@ -398,6 +398,27 @@ TEST(DnnlEltwise, Binary) {
   }
 }
 
+// A vector along the last axis of a rank >= 3 output (ConvNeXt's bias after a 4-D MatMul,
+// [N, H, W, 4C] + [4C]): the GPU takes it as rows (it used to go to the CPU).
+TEST(GpuEltwise, TrailingVector) {
+  uint32_t seed = 1300;
+  for (const char* op : {"Add", "Mul", "Sub"}) {
+    for (auto dims :
+         {std::vector<int64_t>{2, 5, 6, 20}, std::vector<int64_t>{4, 7, 20}, std::vector<int64_t>{1, 3, 3, 40}}) {
+      for (int rank : {1, 0}) {  // [K] and [1, ..., 1, K]
+        Case c;
+        c.op = op;
+        std::vector<int64_t> v(rank == 1 ? 1 : dims.size(), 1);
+        v.back() = dims.back();
+        c.inputs = {random_tensor(dims, seed++), random_tensor(v, seed++, 0.5f, 1.5f)};
+        c.const_inputs = {1};
+        check_case(c, std::string(op) + " " + Shape::of(dims).str() + " with " + Shape::of(v).str(),
+                   {"gpu", "gpu-fp16"});
+      }
+    }
+  }
+}
+
 TEST(DnnlMisc, Softmax) {
   uint32_t seed = 1400;
   for (const char* op : {"Softmax", "LogSoftmax"}) {

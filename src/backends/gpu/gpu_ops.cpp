@@ -168,7 +168,19 @@ struct PwPlan {
   Activation act;
   int full = 0;    // input slot of the output-sized operand
   int other = -1;  // the second operand's slot (binary ops)
+  // A vector along the last axis of a plain output of rank >= 3 that the 4-D space cannot index
+  // (the bias after a 4-D MatMul, as in ConvNeXt's [N, H, W, 4C] + [4C]): the output is seen as
+  // rows [numel / K, K], the vector as a row bias; every operand then stays plain.
+  bool rows = false;
 };
+
+bool indexable(const Dims& y, const Dims& v);
+
+// v is [1, ..., 1, K] against y [..., K], K > 1.
+bool trailing_vector(const Dims& y, const Dims& v) {
+  return !y.empty() && !v.empty() && v.size() <= y.size() && v.back() == y.back() && y.back() > 1 &&
+         numel(v) == v.back();
+}
 
 bool plan_pointwise(const StepRequest& req, PwPlan& p) {
   if (!req.has_out(0) || req.outputs.size() != 1) return false;
@@ -209,6 +221,8 @@ bool plan_pointwise(const StepRequest& req, PwPlan& p) {
   if (!a_full && !b_full) return false;
   p.full = a_full ? 0 : 1;
   p.other = 1 - p.full;
+  const Dims v = req.in_dims(p.other);
+  p.rows = y.size() >= 3 && trailing_vector(y, v) && !indexable(y, v);
   return true;
 }
 
@@ -284,15 +298,18 @@ class PointwiseKernel : public GpuKernel {
 
   // False when an operand cannot be indexed (the step is declined).
   Result<bool> init(const StepRequest& req) {
-    const Dims y = req.out_dims(0);
-    if (!req.outputs[0]->shape.fully_known() || numel(y) > (int64_t(1) << 31)) return false;
+    const Dims full = req.out_dims(0);
+    if (!req.outputs[0]->shape.fully_known() || numel(full) > (int64_t(1) << 31)) return false;
+    // In rows mode the output is [numel / K, K] and the vector operand [1, K].
+    const Dims y = p_.rows ? Dims{numel(full) / full.back(), full.back()} : full;
+    auto view = [&](const Dims& v) { return p_.rows && numel(v) != numel(full) ? Dims{1, v.back()} : p_.rows ? y : v; };
     space_ = space_of(y, req.out_format(0));
     if (!space_.four && (is_nhwc(req.out_format(0)) || is_nhwc(req.in_format(p_.full)))) return false;
     for (int k = 0; k < (p_.other >= 0 ? 2 : 1); ++k) {
       const int slot = k == 0 ? p_.full : p_.other;
       const ValueInfo& v = *req.inputs[slot];
       gpu::PwOperand& o = ops_[k];
-      if (!operand_of(space_, y, v.shape.concrete(), req.in_format(slot), o)) return false;
+      if (!operand_of(space_, y, view(v.shape.concrete()), req.in_format(slot), o)) return false;
       if (v.value) {  // constants are uploaded once, in float32
         auto b = DeviceBuffer::upload(cfg_.dev.index, v.value->data(), v.value->nbytes());
         if (!b.is_ok()) return b.status();
@@ -349,10 +366,11 @@ Support pointwise_query(const GpuConfig& c, const StepRequest& req) {
   PwPlan p;
   if (!plan_pointwise(req, p)) return Support::no("an elementwise op the GPU kernels do not take");
   const Dims y = req.out_dims(0);
-  for (size_t i = 0; i < req.inputs.size() && p.other >= 0; ++i)
+  for (size_t i = 0; i < req.inputs.size() && p.other >= 0 && !p.rows; ++i)
     if (!indexable(y, req.in_dims(i))) return Support::no("a broadcast the GPU pointwise kernel cannot index");
   const int r = req.outputs[0]->shape.rank();
-  const FormatSet any = format_bit(c.act_format(r)) | format_bit(c.plain_format());
+  const FormatSet any =
+      p.rows ? format_bit(c.plain_format()) : format_bit(c.act_format(r)) | format_bit(c.plain_format());
   Support s = support_all(req, std::vector<FormatSet>(req.inputs.size(), any), {any});
   s.follows_input = true;
   return s;
