@@ -22,6 +22,15 @@ class PerfDb;  // algorithm choices kept between builds (the tuning work fills i
 
 // One step as a backend sees it: the node with its typed op, concrete shapes and, for create(),
 // the formats the planner chose for every input and output.
+// Channels [offset, offset + C) of a value of `channels` channels, in that value's format: the
+// output's data pointer is the wide value's, and the kernel writes element (n, c, pixel) where the
+// wide value holds channel offset + c (in NHWC: pixel stride `channels`, channel offset `offset`).
+struct ChannelSlice {
+  int64_t channels = 0;  // channels of the wide value; 0: not a slice
+  int64_t offset = 0;
+  bool sliced() const { return channels > 0; }
+};
+
 struct StepRequest {
   const Node* node = nullptr;
   const OpKernel* op = nullptr;  // the node's typed op: attributes (ConvOp::attrs(), ...)
@@ -33,6 +42,9 @@ struct StepRequest {
   // Per output slot: the input slot whose buffer this output shares (the planner made the step
   // in place, from Support::in_place), or -1.
   std::vector<int> output_alias;
+  // Per output slot: where the output sits when the planner made it a channel slice of a wider
+  // value (Concat in place, from Support::sliced_outputs); empty or {0, 0} = its own buffer.
+  std::vector<ChannelSlice> output_slices;
   int num_threads = 1;
   int verbose = 0;
   PerfDb* perf_db = nullptr;
@@ -44,6 +56,7 @@ struct StepRequest {
   Format in_format(size_t i) const { return i < input_formats.size() ? input_formats[i] : Format::kPlain; }
   Format out_format(size_t i) const { return i < output_formats.size() ? output_formats[i] : Format::kPlain; }
   int alias_of(size_t out) const { return out < output_alias.size() ? output_alias[out] : -1; }
+  ChannelSlice slice_of(size_t out) const { return out < output_slices.size() ? output_slices[out] : ChannelSlice{}; }
 };
 
 // A backend's answer to supports(). Formats are sets (plain is always allowed for a supported
@@ -58,6 +71,13 @@ struct Support {
   bool follows_input = false;
   // (input slot, output slot) pairs whose buffers the kernel may share (it then runs in place).
   std::vector<std::pair<int, int>> in_place;
+  // Formats in which the kernel can write its outputs as channel slices of a wider value
+  // (StepRequest::output_slices); a Concat along channels whose inputs all come from such steps
+  // is then done in place by its producers.
+  FormatSet sliced_outputs = 0;
+  // A Concat along channels that has nothing to do when every input is a slice of its output
+  // (the planner then skips it).
+  bool concat_in_place = false;
 
   static Support no(std::string why) {
     Support s;

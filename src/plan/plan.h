@@ -40,8 +40,10 @@ struct PlanStep {
   std::shared_ptr<const StepKernel> kernel;
   std::vector<int> inputs, outputs;  // plan value ids, -1 where absent
   std::vector<Format> input_formats, output_formats;
-  bool dynamic = false;                // output shapes known only when running (reference kernels)
-  bool empty = false;                  // static outputs of zero elements each: nothing to run
+  bool dynamic = false;  // output shapes known only when running (reference kernels)
+  // Nothing to run: static outputs of zero elements each, or a Concat whose inputs their
+  // producers wrote into its output (Concat in place).
+  bool skip = false;
   int arena = -1;                      // the Plan::arenas entry of its backend's device (scratch, stream)
   std::string op_name;                 // "Conv", "com.infera.FusedConv", "reorder", "copy"
   std::shared_ptr<Node> convert_node;  // conversions: a node for labels and messages

@@ -113,6 +113,7 @@ class Planner {
   Status assign(size_t s);
   void decide_formats();
   void decide_aliases();
+  void decide_slices();
   Status make_kernels(bool& redo);
   Status build(std::shared_ptr<Plan>& p);
   bool verbose(int level) const { return std::max(o_.verbose, env_verbose()) >= level; }
@@ -120,12 +121,15 @@ class Planner {
 
   const Graph& g_;
   const PlanOptions& o_;
-  std::vector<ValueInfo> infos_;         // per graph value
-  std::vector<Step> steps_;              // graph nodes that run (not folded)
-  std::vector<std::vector<Use>> users_;  // per graph value
-  std::vector<int> producer_;            // per graph value: step, or -1
-  std::vector<Format> format_;           // per graph value
-  std::vector<std::vector<int>> alias_;  // per step, per output slot: input slot shared, or -1
+  std::vector<ValueInfo> infos_;                  // per graph value
+  std::vector<Step> steps_;                       // graph nodes that run (not folded)
+  std::vector<std::vector<Use>> users_;           // per graph value
+  std::vector<int> producer_;                     // per graph value: step, or -1
+  std::vector<Format> format_;                    // per graph value
+  std::vector<std::vector<int>> alias_;           // per step, per output slot: input slot shared, or -1
+  std::vector<std::vector<ChannelSlice>> slice_;  // per step, per output slot (Concat in place)
+  std::vector<int> in_slice_;                     // per graph value: the value it is a slice of, or -1
+  std::vector<char> elided_;                      // per step: a Concat done in place by its producers
   // Kernels made, by (step, backend, formats, aliases): a re-plan after a decline reuses them.
   std::map<std::string, std::shared_ptr<const StepKernel>> made_;
   std::vector<std::shared_ptr<const StepKernel>> kernel_;  // per step, for the current choices
@@ -216,6 +220,7 @@ StepRequest Planner::request(size_t s, bool with_formats) const {
     r.output_formats.push_back(with_formats && v >= 0 ? format_[v] : Format::kPlain);
   }
   r.output_alias = with_formats ? alias_[s] : std::vector<int>(n.outputs.size(), -1);
+  if (with_formats) r.output_slices = slice_[s];
   return r;
 }
 
@@ -345,12 +350,56 @@ void Planner::decide_aliases() {
   }
 }
 
+// Concat in place: every input of a Concat along channels becomes a channel slice of its output,
+// written there by its producer, when every input qualifies (else the Concat copies them all): it
+// is read by this Concat only (once), made by a static step on the same device that writes slices
+// in its format and does not run that output in place, and is not a graph output. The Concat's
+// output is not a graph output either (those may be the caller's buffers). The Concat is skipped.
+void Planner::decide_slices() {
+  slice_.assign(steps_.size(), {});
+  elided_.assign(steps_.size(), 0);
+  in_slice_.assign(g_.values.size(), -1);
+  for (size_t s = 0; s < steps_.size(); ++s) slice_[s].resize(g_.nodes[steps_[s].node].outputs.size());
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Node& n = g_.nodes[steps_[s].node];
+    if (!steps_[s].sup.concat_in_place || steps_[s].dynamic || n.outputs.size() != 1 || n.inputs.empty()) continue;
+    const int y = n.outputs[0];
+    if (y < 0 || g_.is_graph_output(y) || infos_[y].shape.rank() < 2) continue;
+    const int64_t channels = infos_[y].shape.dims[1].value;
+    std::vector<std::pair<int, size_t>> at;  // per input: (producer step, output slot)
+    std::vector<int64_t> offsets;
+    int64_t offset = 0;
+    for (int x : n.inputs) {
+      const int p = x >= 0 ? producer_[x] : -1;
+      if (p < 0 || infos_[x].value || steps_[p].dynamic || g_.is_graph_output(x) || users_[x].size() != 1 ||
+          format_[x] != format_[y] || backend(p).device() != backend(s).device() ||
+          !format_in(steps_[p].sup.sliced_outputs, format_[x]) ||
+          !format_in(steps_[s].sup.input_formats[at.size()], format_[x]))
+        break;
+      const auto& outs = g_.nodes[steps_[p].node].outputs;
+      const size_t o = static_cast<size_t>(std::find(outs.begin(), outs.end(), x) - outs.begin());
+      if (alias_[p][o] >= 0) break;
+      at.emplace_back(p, o);
+      offsets.push_back(offset);
+      offset += infos_[x].shape.dims[1].value;
+    }
+    if (at.size() != n.inputs.size() || offset != channels) continue;
+    for (size_t i = 0; i < at.size(); ++i) {
+      slice_[at[i].first][at[i].second] = ChannelSlice{channels, offsets[i]};
+      in_slice_[n.inputs[i]] = y;
+    }
+    elided_[s] = 1;
+  }
+}
+
 std::string key_of(size_t s, size_t b, const StepRequest& r) {
   std::string k = std::to_string(s) + "/" + std::to_string(b) + ":";
   for (Format f : r.input_formats) k += static_cast<char>('a' + static_cast<int>(f));
   k += ">";
   for (Format f : r.output_formats) k += static_cast<char>('a' + static_cast<int>(f));
   for (int a : r.output_alias) k += "," + std::to_string(a);
+  for (const ChannelSlice& c : r.output_slices)
+    if (c.sliced()) k += "/" + std::to_string(c.offset) + ":" + std::to_string(c.channels);
   return k;
 }
 
@@ -398,6 +447,7 @@ Result<std::shared_ptr<const Plan>> Planner::run(const std::vector<std::vector<i
   for (int round = 0;; ++round) {
     decide_formats();
     decide_aliases();
+    decide_slices();
     bool redo = false;
     s = make_kernels(redo);
     if (!s.is_ok()) return s;
@@ -496,6 +546,7 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
     st.backend = &be;
     st.kernel = kernel_[s];
     st.dynamic = steps_[s].dynamic;
+    st.skip = elided_[s] != 0;
     st.op_name = op_name_of(n);
     const StepRequest r = request(s, true);
     st.input_formats = r.input_formats;
@@ -526,13 +577,14 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
   for (int v : g_.inputs) p->inputs.push_back(v);
   // A step whose outputs all have zero elements writes nothing (kernels need not take empty sizes).
   for (PlanStep& st : p->steps) {
+    if (st.skip) continue;
     int present = 0, empty = 0;
     for (int v : st.outputs) {
       if (v < 0) continue;
       ++present;
       empty += p->values[v].info.shape.numel() == 0;  // -1 unless fully known
     }
-    st.empty = !st.dynamic && present > 0 && empty == present;
+    st.skip = !st.dynamic && present > 0 && empty == present;
   }
 
   // Memory: liveness over the final steps, per device; in-place outputs share their input's
@@ -547,6 +599,10 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
     for (size_t o = 0; o < alias_[gs].size(); ++o)
       if (alias_[gs][o] >= 0) root[st.outputs[o]] = root[st.inputs[alias_[gs][o]]];
   }
+  // A channel slice lives in the wide value's buffer, from its producer on: its pointer is the
+  // wide value's (the producer adds the channel offset).
+  for (size_t v = 0; v < nv; ++v)
+    if (in_slice_[v] >= 0) root[v] = root[in_slice_[v]];
   std::vector<size_t> size(np, 0);
   std::vector<int> first(np, INT32_MAX), last(np, -1);
   for (size_t s = 0; s < p->steps.size(); ++s) {
@@ -657,6 +713,9 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
   }
   for (size_t v = 0; v < nv; ++v)
     if (g_.values[v].constant) r.weight_bytes += g_.values[v].constant->nbytes();
+  std::set<int> elided;  // nodes of Concats done in place
+  for (size_t s = 0; s < steps_.size(); ++s)
+    if (elided_[s]) elided.insert(steps_[s].node);
   for (const PlanStep& st : p->steps) {
     r.weight_bytes += st.kernel->weight_bytes();
     r.weight_bytes_per_device[st.backend->device().str()] += st.kernel->weight_bytes();
@@ -668,7 +727,9 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
     info.node = st.node >= 0 ? n.name : "";
     info.op = st.op_name;
     info.backend = st.backend->name();
-    info.impl = st.kernel->impl_name();
+    info.impl = !st.skip                ? st.kernel->impl_name()
+                : elided.count(st.node) ? "in place: its inputs' producers write their channel slices"
+                                        : "nothing to run: empty outputs";
     info.dynamic = st.dynamic;
     for (size_t i = 0; i < st.inputs.size(); ++i)
       info.input_formats.push_back(st.inputs[i] >= 0 ? format_name(p->values[st.inputs[i]].format) : "-");

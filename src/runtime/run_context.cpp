@@ -194,7 +194,7 @@ Status RunContext::run_steps(bool capturing, std::vector<StepTiming>* timings) {
       Status d = run_dynamic(s);
       if (!d.is_ok()) return d;
     }
-    if (st.empty) continue;
+    if (st.skip) continue;
     RunResources res;
     res.scratch = scratch_[st.arena];
     res.scratch_bytes = p.arenas[st.arena].scratch_bytes;

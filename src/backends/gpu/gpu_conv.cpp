@@ -155,7 +155,9 @@ Support conv_query(const GpuConfig& c, const StepRequest& req) {
   if (!plan_conv(c, req, p)) return Support::no("a conv the GPU kernels do not take (rank, non-constant W, pads)");
   if (gpu::conv_candidates(p.shape, c.dev.info).empty()) return Support::no("no GPU conv kernel for this shape");
   const FormatSet act = format_bit(c.act_format(4));
-  return support_all(req, {act, kPlainOnly, kPlainOnly, act}, {act});
+  Support sup = support_all(req, {act, kPlainOnly, kPlainOnly, act}, {act});
+  sup.sliced_outputs = act;  // every variant (ours and cuDNN's) writes through a pixel stride
+  return sup;
 }
 
 class ConvKernel : public GpuKernel {
@@ -163,6 +165,8 @@ class ConvKernel : public GpuKernel {
   ConvKernel(const GpuConfig& c, ConvPlan p) : GpuKernel(c, ""), p_(std::move(p)) {}
 
   Status init(const StepRequest& req) {
+    const ChannelSlice slice = req.slice_of(0);  // Concat in place: y is a slice of a wider NHWC value
+    y_ps_ = slice.channels, y_coff_ = slice.offset;
     // Weights OIHW (float32, host) -> OHWI in the conv's dtype, on the device.
     const Tensor& wt = *req.inputs[1]->value;
     const gpu::ConvShape& s = p_.shape;
@@ -194,7 +198,7 @@ class ConvKernel : public GpuKernel {
     gpu::ConvTensors t;
     t.x = {ctx.in(0).data, 0, 0};
     t.w = w_.get();
-    t.y = {ctx.out(0).data, 0, 0};
+    t.y = {ctx.out(0).data, y_ps_, y_coff_};
     t.ep.bias = static_cast<const float*>(bias_.get());
     if (p_.residual) t.ep.residual = {ctx.in(3).data, 0, 0};
     t.ep.act = p_.act;
@@ -218,7 +222,7 @@ class ConvKernel : public GpuKernel {
     for (const auto& cd : cands) ws = std::max(ws, cd.workspace_bytes);
     Scratch sc;
     auto x = sc.get(cfg_.dev.index, static_cast<size_t>(s.n) * s.h * s.w * s.c * es);
-    auto y = sc.get(cfg_.dev.index, static_cast<size_t>(s.n) * s.p() * s.q() * s.k * es);
+    auto y = sc.get(cfg_.dev.index, static_cast<size_t>(s.n) * s.p() * s.q() * (y_ps_ ? y_ps_ : s.k) * es);
     auto z = sc.get(cfg_.dev.index, p_.residual ? static_cast<size_t>(s.n) * s.p() * s.q() * s.k * es : 1);
     auto w = sc.get(cfg_.dev.index, std::max<size_t>(ws, 1));
     if (!x.is_ok() || !y.is_ok() || !z.is_ok() || !w.is_ok())
@@ -226,7 +230,7 @@ class ConvKernel : public GpuKernel {
     gpu::ConvTensors t;
     t.x = {x.value(), 0, 0};
     t.w = w_.get();
-    t.y = {y.value(), 0, 0};
+    t.y = {y.value(), y_ps_, y_coff_};
     t.ep.bias = static_cast<const float*>(bias_.get());
     if (p_.residual) t.ep.residual = {z.value(), 0, 0};
     t.ep.act = p_.act;
@@ -235,7 +239,7 @@ class ConvKernel : public GpuKernel {
       return gpu::conv_forward(s, cd, t, w.value(), ws, st);
     });
     if (cfg_.vendor_libs && gpu::dnn_fuses(p_.act))  // cuDNN's engines for the same fused conv
-      choice_.time_vendor(sc, gpu::dnn_conv_candidates(s, t.ep, cfg_.tf32, cfg_.dev.index),
+      choice_.time_vendor(sc, gpu::dnn_conv_candidates(s, t.ep, cfg_.tf32, cfg_.dev.index, {y_ps_, y_coff_}),
                           [&](const gpu::VendorCandidate& vc, void* vw, size_t vws, gpuStream_t st) {
                             return gpu::dnn_conv_run(vc, t, vw, vws, st);
                           });
@@ -247,7 +251,8 @@ class ConvKernel : public GpuKernel {
 
   ConvPlan p_;
   DeviceBuffer w_, bias_;
-  Choice choice_;  // ours or cuDNN's engine
+  int64_t y_ps_ = 0, y_coff_ = 0;  // y's pixel stride (0: tight) and channel offset in its buffer
+  Choice choice_;                  // ours or cuDNN's engine
 };
 
 Result<std::unique_ptr<StepKernel>> conv_create(const GpuConfig& c, const StepRequest& req) {

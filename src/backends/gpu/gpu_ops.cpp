@@ -427,7 +427,9 @@ Support concat_query(const GpuConfig& c, const StepRequest& req) {
   std::vector<int> chans;
   if (!plan_concat(req, chans)) return Support::no("a Concat the GPU does not take (not along channels of 4-D)");
   const FormatSet act = format_bit(c.act_format(4));
-  return support_all(req, std::vector<FormatSet>(req.inputs.size(), act), {act});
+  Support s = support_all(req, std::vector<FormatSet>(req.inputs.size(), act), {act});
+  s.concat_in_place = true;  // NHWC channel slices are what the kernel copies into
+  return s;
 }
 
 Result<std::unique_ptr<StepKernel>> concat_create(const GpuConfig& c, const StepRequest& req) {
