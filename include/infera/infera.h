@@ -299,6 +299,9 @@ struct PlanStepInfo {
   std::string impl;     // the implementation the backend chose
   std::vector<std::string> input_formats, output_formats;  // "plain", "nChw16c", ...
   size_t output_bytes = 0;                                 // bytes of its outputs in their formats
+  size_t input_bytes = 0;                                  // bytes of its non-constant inputs in their formats
+  size_t weight_bytes = 0;                                 // constants its kernel holds (reordered weights)
+  double flops = 0;                                        // multiply-adds x2 (Conv/Gemm/MatMul), else 0
   bool dynamic = false;                                    // output shapes known only when running
 };
 
@@ -344,6 +347,14 @@ struct PerfDbInfo {
   std::string warning;                               // why the file is not used ("" when it is)
 };
 PerfDbInfo perf_db_info(const std::string& path = "");
+
+// The GPU runtime this build links and the driver's (CUDA: 13000 = 13.0; 0 when there is no GPU
+// build or no driver), and cuDNN / cuBLASLt (0: absent). `infera doctor` compares them.
+struct GpuLibraryVersions {
+  std::string vendor;  // "cuda", "hip", "" (no GPU build)
+  int runtime = 0, driver = 0, dnn = 0, blas = 0;
+};
+GpuLibraryVersions gpu_library_versions();
 
 class SessionImpl;
 

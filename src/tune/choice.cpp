@@ -66,6 +66,7 @@ std::optional<size_t> Choice::known(const std::vector<std::string>& names) {
   if (!e) return std::nullopt;
   for (size_t i = 0; i < names.size(); ++i)
     if (names[i] == e->winner) {
+      db_->count_found();
       from_db_ = true;
       best_ = e->winner;
       best_ms_ = e->ms;
@@ -73,6 +74,13 @@ std::optional<size_t> Choice::known(const std::vector<std::string>& names) {
       return i;
     }
   return std::nullopt;
+}
+
+std::optional<std::string> Choice::winner() const {
+  if (!searching()) return std::nullopt;
+  auto e = db_->find(key_);
+  if (!e) return std::nullopt;
+  return e->winner;
 }
 
 void Choice::note(const std::string& name, double ms) {

@@ -36,6 +36,9 @@ class Choice {
   bool searching() const;  // a db, search not off, the database usable for these settings
   // The database's winner when it is among names: its index; nothing needs timing then.
   std::optional<size_t> known(const std::vector<std::string>& names);
+  // The database's winner, whatever it is (nothing counted): for a backend that makes some
+  // candidates only when needed (cuDNN engines are compiled at run time).
+  std::optional<std::string> winner() const;
   // A timed candidate; ms = DBL_MAX (or < 0) when it failed.
   void note(const std::string& name, double ms);
   // Records what was timed (when searching and something ran).

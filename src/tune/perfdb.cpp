@@ -353,7 +353,6 @@ std::optional<PerfEntry> PerfDb::find(const PerfKey& key) {
   auto it = store_->entries.find(key.str());
   if (it == store_->entries.end()) return std::nullopt;
   if (t_.search == SessionOptions::SearchMode::kExhaustive && it->second.search != "exhaustive") return std::nullopt;
-  ++found_;
   return it->second;
 }
 

@@ -76,9 +76,10 @@ class PerfDb {
   ~PerfDb();
 
   const TuneSettings& settings() const { return t_; }
-  // The entry for key (counted as found when it is usable by this search: an exhaustive search
-  // does not take entries a fast search made).
+  // The entry for key when this search may use it (an exhaustive search does not take entries a
+  // fast search made). count_found(): the caller used it (PlanReport::perf_db_found).
   std::optional<PerfEntry> find(const PerfKey& key);
+  void count_found() { ++found_; }
   // A choice just timed (counted as timed); kept in memory now, written by flush().
   void record(const PerfEntry& e);
   // Writes the entries recorded through any handle of this store that are not in the file yet.
