@@ -322,19 +322,27 @@ class PerfStore {
 };
 
 namespace {
-// One store per file in the process while any session uses it; the next one reads the file again.
+// One store per file for the life of the process: every build of the process sees the same
+// choices (two sessions of one model never pick different algorithms), whatever the file does.
+std::mutex g_stores_mu;
+std::map<std::string, std::shared_ptr<PerfStore>> g_stores;
+
 std::shared_ptr<PerfStore> store_for(const std::string& path) {
-  static std::mutex mu;
-  static std::map<std::string, std::weak_ptr<PerfStore>> stores;
-  std::lock_guard<std::mutex> g(mu);
-  if (auto s = stores[path].lock()) return s;
-  auto s = std::make_shared<PerfStore>();
-  s->path = path;
-  s->load();
-  stores[path] = s;
+  std::lock_guard<std::mutex> g(g_stores_mu);
+  auto& s = g_stores[path];
+  if (!s) {
+    s = std::make_shared<PerfStore>();
+    s->path = path;
+    s->load();
+  }
   return s;
 }
 }  // namespace
+
+void perf_db_forget_stores() {
+  std::lock_guard<std::mutex> g(g_stores_mu);
+  g_stores.clear();
+}
 
 std::unique_ptr<PerfDb> PerfDb::open(const std::string& path, const TuneSettings& t) {
   std::shared_ptr<PerfStore> s;

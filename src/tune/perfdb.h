@@ -66,12 +66,15 @@ const char* conv_algo_name(SessionOptions::ConvAlgo a);  // "auto", "implicit_ge
 const char* search_name(SessionOptions::SearchMode m);   // "fast", "exhaustive", "off"
 
 class PerfStore;  // perfdb.cpp: the entries of one file, shared within the process
+// Drops the process's stores: the next open reads its file again, as a new process would (tests).
+void perf_db_forget_stores();
 
 class PerfDb {
  public:
   // path: a file ("" = the default path), or "none": in memory only, for this handle alone. The
-  // file is read at the first open of that path in the process; a bad file is a warning (printed
-  // once to stderr) and an empty database.
+  // file is read at the first open of that path in the process (then kept: every build of the
+  // process sees the same choices); a bad file is a warning (printed once to stderr) and an
+  // empty database.
   static std::unique_ptr<PerfDb> open(const std::string& path, const TuneSettings& t);
   ~PerfDb();
 
