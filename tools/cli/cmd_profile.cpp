@@ -267,7 +267,7 @@ int cmd_profile(int argc, char** argv) {
       const double gf = gflops(r.flops, r.ms);
       c += std::to_string(r.index) + "," + csv_field(r.node) + "," + csv_field(r.op) + "," + csv_field(r.backend) +
            "," + csv_field(r.algorithm) + "," + csv_field(r.kernel) + "," + num(r.ms) + "," + num(share(r.ms)) + "," +
-           num(r.flops) + "," + num(gf) + "," + (peak.gflops > 0 ? num(100 * gf / peak.gflops) : "") + "," +
+           num(r.flops, "%.0f") + "," + num(gf) + "," + (peak.gflops > 0 ? num(100 * gf / peak.gflops) : "") + "," +
            std::to_string(r.bytes) + "," + num(r.ms > 0 ? r.bytes / r.ms / 1e6 : 0.0) + "\n";
     }
     AtomicFile f;
@@ -281,7 +281,7 @@ int cmd_profile(int argc, char** argv) {
                     ", \"precision\": " + json_str(precision_name(opts.precision)) +
                     ", \"batch\": " + std::to_string(batch) + ", \"runs\": " + std::to_string(runs) +
                     ", \"warmup\": " + std::to_string(warmup) + ", \"gpu_graphs\": false, \"total_ms\": " + num(total) +
-                    ", \"flops\": " + num(plan.flops) +
+                    ", \"flops\": " + num(plan.flops, "%.0f") +
                     ", \"peak_gflops\": " + (peak.gflops > 0 ? num(peak.gflops) : "null") +
                     ", \"peak_how\": " + json_str(peak.how) + ",\n \"steps\": [";
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -290,8 +290,8 @@ int cmd_profile(int argc, char** argv) {
       j += std::string(i ? ",\n  " : "\n  ") + "{\"step\": " + std::to_string(r.index) +
            ", \"node\": " + json_str(r.node) + ", \"op\": " + json_str(r.op) + ", \"backend\": " + json_str(r.backend) +
            ", \"algorithm\": " + json_str(r.algorithm) + ", \"kernel\": " + json_str(r.kernel) +
-           ", \"mean_ms\": " + num(r.ms) + ", \"share_pct\": " + num(share(r.ms)) + ", \"flops\": " + num(r.flops) +
-           ", \"gflops_per_s\": " + num(gf) +
+           ", \"mean_ms\": " + num(r.ms) + ", \"share_pct\": " + num(share(r.ms)) +
+           ", \"flops\": " + num(r.flops, "%.0f") + ", \"gflops_per_s\": " + num(gf) +
            ", \"peak_pct\": " + (r.flops > 0 && peak.gflops > 0 ? num(100 * gf / peak.gflops) : "null") +
            ", \"bytes\": " + std::to_string(r.bytes) + ", \"gb_per_s\": " + num(r.ms > 0 ? r.bytes / r.ms / 1e6 : 0.0) +
            "}";
