@@ -343,7 +343,7 @@ struct PerfDbInfo {
   size_t file_bytes = 0;
   size_t entries = 0;
   std::map<std::string, size_t> entries_per_device;  // by the entries' device field
-  std::string cpu_device;                            // this CPU as entries name it (without the threads part)
+  std::string cpu_device;                            // this CPU as entries name it
   std::string warning;                               // why the file is not used ("" when it is)
 };
 PerfDbInfo perf_db_info(const std::string& path = "");

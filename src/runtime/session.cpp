@@ -251,7 +251,8 @@ Result<std::shared_ptr<PlanEntry>> SessionImpl::entry_for(const Dims& dims) {
     po.graph_mode = opts.gpu_graphs;
     // One database handle per build (its counters are this plan's); the entries are shared.
     TuneSettings ts{opts.conv_algo, opts.winograd, opts.search, verbose};
-    std::unique_ptr<PerfDb> db = PerfDb::open(opts.search == SessionOptions::SearchMode::kOff ? "none" : opts.perf_db, ts);
+    std::unique_ptr<PerfDb> db =
+        PerfDb::open(opts.search == SessionOptions::SearchMode::kOff ? "none" : opts.perf_db, ts);
     po.perf_db = db.get();
     Result<std::shared_ptr<const Plan>> p =
         guarded([&]() -> Result<std::shared_ptr<const Plan>> { return make_plan(graph, dims, po); });

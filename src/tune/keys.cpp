@@ -43,8 +43,6 @@ std::string cpu_device_name() {
   return name;
 }
 
-std::string cpu_device_key(int threads) { return cpu_device_name() + " x" + std::to_string(threads) + " threads"; }
-
 std::string cpu_libs() {
   const dnnl_version_t* v = dnnl_version();
   char b[64];

@@ -5,9 +5,10 @@
 
 namespace infera::tune {
 
-// "cpu: <model name> [<oneDNN ISA>]" (the threads part is added per build: cpu_device_key).
+// "cpu: <model name> [<oneDNN ISA>]". The thread count is not part of the key on purpose: a
+// model then computes the same bits at every --threads (the choice timed first stays), which
+// the concurrency tests and users comparing runs rely on.
 std::string cpu_device_name();
-std::string cpu_device_key(int threads);  // cpu_device_name() + " x<threads> threads"
-std::string cpu_libs();                   // "oneDNN 2.7.3"
+std::string cpu_libs();  // "oneDNN 2.7.3"
 
 }  // namespace infera::tune

@@ -22,7 +22,7 @@
 namespace infera {
 
 struct PerfKey {
-  std::string device;       // "cpu: <model> [avx512_core] x2 threads", "gpu: NVIDIA H200 sm_90"
+  std::string device;       // "cpu: <model> [avx512_core]", "gpu: NVIDIA H200 arch 90 x132 sm"
   std::string libs;         // "oneDNN 2.7.3", "cuda rt 13000 drv 13000 cuDNN 91900 cuBLASLt 130100"
   std::string op;           // "conv", "gemm"
   std::string shape;        // shapes, strides, pads, dilations, groups

@@ -58,7 +58,7 @@ std::string overview_text();
 // --device --precision --graph --tf32 --no-vendor-libs --threads --no-optimize --no-dnnl, and the
 // algorithm search: --perf-db --no-perf-db --conv-algo --winograd --search
 std::vector<OptSpec> session_opt_specs();
-std::vector<OptSpec> shape_opt_specs();    // --shape --shapes
+std::vector<OptSpec> shape_opt_specs();  // --shape --shapes
 OptSpec verbose_opt_spec();
 
 // ---------------------------------------------------------------- errors (common.cpp)

@@ -101,7 +101,7 @@ std::string dims_str(const Dims& a, const Dims& b) { return dims_str(a) + "," + 
 
 PerfKey conv_key(const StepRequest& req, const ConvPlan& p, Format cs, Format cd) {
   PerfKey k;
-  k.device = tune::cpu_device_key(req.num_threads);
+  k.device = tune::cpu_device_name();
   k.libs = tune::cpu_libs();
   k.op = "conv";
   k.shape = "x" + dims_str(p.x) + " w" + dims_str(p.w) + " y" + dims_str(p.y) + " s" + dims_str(p.strides) + " d" +
@@ -117,8 +117,12 @@ PerfKey conv_key(const StepRequest& req, const ConvPlan& p, Format cs, Format cd
   return k;
 }
 
-// Best of reps runs (after one warm-up) of the primitive on zero data of its shapes, in ms.
-double time_conv(const dnnl::convolution_forward::primitive_desc& pd, bool bias, int threads, int reps) {
+// Times candidate primitives on zero data of their shapes: one warm-up each, then rounds that
+// run every candidate once in turn (a load change on a shared machine hits all of them alike),
+// at least min_reps rounds and more until ~20 ms have passed (up to max_reps): the best of many
+// runs is the one that was not preempted. Best time per candidate in ms (DBL_MAX: failed).
+std::vector<double> time_convs(const std::vector<const dnnl::convolution_forward::primitive_desc*>& pds, bool bias,
+                               int threads, int min_reps, int max_reps) {
   using namespace dnnl;
   const int prev = omp_get_max_threads();
   if (threads > 0) omp_set_num_threads(threads);
@@ -127,20 +131,37 @@ double time_conv(const dnnl::convolution_forward::primitive_desc& pd, bool bias,
     if (md.get_size()) std::memset(m.get_data_handle(), 0, md.get_size());
     return m;
   };
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, zeroed(pd.src_desc())},
-                                       {DNNL_ARG_WEIGHTS, zeroed(pd.weights_desc())},
-                                       {DNNL_ARG_DST, zeroed(pd.dst_desc())}};
-  if (bias) args[DNNL_ARG_BIAS] = zeroed(pd.bias_desc());
-  if (pd.scratchpad_desc().get_size()) args[DNNL_ARG_SCRATCHPAD] = zeroed(pd.scratchpad_desc());
-  convolution_forward prim(pd);
-  stream st(engine());
-  double best = DBL_MAX;
-  for (int r = 0; r <= reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    prim.execute(st, args);
-    st.wait();
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (r > 0) best = std::min(best, ms);
+  struct Cand {
+    convolution_forward prim;
+    std::unordered_map<int, memory> args;
+  };
+  std::vector<Cand> cs;
+  std::vector<double> best(pds.size(), DBL_MAX);
+  try {
+    for (const auto* pd : pds) {
+      Cand c{convolution_forward(*pd),
+             {{DNNL_ARG_SRC, zeroed(pd->src_desc())},
+              {DNNL_ARG_WEIGHTS, zeroed(pd->weights_desc())},
+              {DNNL_ARG_DST, zeroed(pd->dst_desc())}}};
+      if (bias) c.args[DNNL_ARG_BIAS] = zeroed(pd->bias_desc());
+      if (pd->scratchpad_desc().get_size()) c.args[DNNL_ARG_SCRATCHPAD] = zeroed(pd->scratchpad_desc());
+      cs.push_back(std::move(c));
+    }
+    stream st(engine());
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    for (int r = 0; r <= max_reps; ++r) {
+      for (size_t i = 0; i < cs.size(); ++i) {
+        const auto t0 = clock::now();
+        cs[i].prim.execute(st, cs[i].args);
+        st.wait();
+        const double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+        if (r > 0) best[i] = std::min(best[i], ms);  // round 0 warms up
+      }
+      if (r >= min_reps && std::chrono::duration<double, std::milli>(clock::now() - start).count() > 20) break;
+    }
+  } catch (const dnnl::error&) {
+    best.assign(pds.size(), DBL_MAX);
   }
   if (threads > 0) omp_set_num_threads(prev);
   return best;
@@ -202,15 +223,23 @@ ConvPick pick_algorithm(const StepRequest& req, const ConvPlan& p, bool four, Fo
   std::vector<std::string> allowed_names;
   for (size_t i : allowed.index) allowed_names.push_back(names[i]);
   if (!choice.known(allowed_names)) {
-    for (const std::string& n : allowed_names) {
-      double ms = DBL_MAX;
-      try {
-        ms = time_conv(n == "winograd" ? *wino : make(algorithm::convolution_direct), p.has_bias, req.num_threads,
-                       choice.reps());
-      } catch (const dnnl::error&) {
-      }
-      choice.note(n, ms);
+    std::optional<dnnl::convolution_forward::primitive_desc> direct;
+    try {
+      direct = make(algorithm::convolution_direct);
+    } catch (const dnnl::error&) {
     }
+    std::vector<const dnnl::convolution_forward::primitive_desc*> pds;
+    std::vector<std::string> timed;
+    for (const std::string& n : allowed_names) {
+      const auto* pd = n == "winograd" ? &*wino : direct ? &*direct : nullptr;
+      if (pd)
+        pds.push_back(pd), timed.push_back(n);
+      else
+        choice.note(n, DBL_MAX);
+    }
+    const std::vector<double> ms =
+        time_convs(pds, p.has_bias, req.num_threads, choice.reps(), choice.exhaustive() ? 100 : 30);
+    for (size_t i = 0; i < timed.size(); ++i) choice.note(timed[i], ms[i]);
     choice.store();
   }
   if (choice.best().empty()) {  // both failed to run: oneDNN's own choice
