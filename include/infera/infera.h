@@ -221,6 +221,27 @@ struct SessionOptions {
   // 1: print each plan's steps (backend, implementation) and every backend decline to stderr;
   // 2: also every kernel made. The INFERA_VERBOSE environment variable sets the default.
   int verbose = -1;  // -1: from INFERA_VERBOSE (unset = 0)
+
+  // Algorithm search (docs/perfdb.md). Each Conv's algorithm (and on a GPU each Gemm's kernel) is
+  // timed once on its real shape and the winner kept in a performance database file, so a later
+  // build of the same layer on the same device and libraries times nothing.
+  // perf_db: "" = $XDG_CACHE_HOME/infera/perfdb.json (else ~/.cache/infera/perfdb.json);
+  // "none" = choices are timed (per session) but neither read from nor written to a file.
+  std::string perf_db;
+  // A forced algorithm; where it cannot do a layer, that layer is searched as with kAuto and
+  // verbose output says why. kImplicitGemm / kGemm / kVendor are GPU algorithms (our implicit
+  // GEMM, 1x1 as GEMM, cuDNN/cuBLASLt); the CPU has kDirect and kWinograd (oneDNN's).
+  enum class ConvAlgo { kAuto, kImplicitGemm, kWinograd, kDirect, kGemm, kVendor };
+  ConvAlgo conv_algo = ConvAlgo::kAuto;
+  // Winograd candidates: kAuto searched beside the others, kOn used wherever they apply (no
+  // timing), kOff never (MIOpen's MIOPEN_DEBUG_CONV_WINOGRAD).
+  enum class WinogradMode { kAuto, kOn, kOff };
+  WinogradMode winograd = WinogradMode::kAuto;
+  // kFast: the short list, a few timed reps, a slow candidate dropped early; kExhaustive: every
+  // candidate, more reps (entries found by a fast search are timed again); kOff: no timing and no
+  // database, the built-in heuristics (the rule before the search existed).
+  enum class SearchMode { kFast, kExhaustive, kOff };
+  SearchMode search = SearchMode::kFast;
 };
 
 // The time of one step of one run (RunOptions::profile).
@@ -278,6 +299,9 @@ struct PlanStepInfo {
   std::string impl;     // the implementation the backend chose
   std::vector<std::string> input_formats, output_formats;  // "plain", "nChw16c", ...
   size_t output_bytes = 0;                                 // bytes of its outputs in their formats
+  size_t input_bytes = 0;                                  // bytes of its non-constant inputs in their formats
+  size_t weight_bytes = 0;                                 // constants its kernel holds (reordered weights)
+  double flops = 0;                                        // multiply-adds x2 (Conv/Gemm/MatMul), else 0
   bool dynamic = false;                                    // output shapes known only when running
 };
 
@@ -296,6 +320,8 @@ struct PlanReport {
   std::map<std::string, size_t> steps_per_backend;         // "dnnl" -> 120, "ref" -> 3
   double build_ms = 0;                                     // time to make this plan
   double flops = 0;                                        // multiply-adds x2 of Conv/Gemm/MatMul for these shapes
+  size_t perf_db_found = 0;                                // algorithm choices read from the performance database
+  size_t perf_db_timed = 0;                                // choices made by timing candidates (then stored)
   std::vector<std::vector<int64_t>> output_dims;           // per model output (-1 where data-dependent)
   std::vector<PlanStepInfo> step_list;                     // in execution order
 };
@@ -309,6 +335,26 @@ struct BackendInfo {
   std::string details;  // multi-line: ISA, probe results, why unavailable
 };
 std::vector<BackendInfo> available_backends();
+
+// The performance database file as this build reads it (`infera doctor`).
+struct PerfDbInfo {
+  std::string path;  // the file (SessionOptions::perf_db resolved)
+  bool exists = false;
+  size_t file_bytes = 0;
+  size_t entries = 0;
+  std::map<std::string, size_t> entries_per_device;  // by the entries' device field
+  std::string cpu_device;                            // this CPU as entries name it
+  std::string warning;                               // why the file is not used ("" when it is)
+};
+PerfDbInfo perf_db_info(const std::string& path = "");
+
+// The GPU runtime this build links and the driver's (CUDA: 13000 = 13.0; 0 when there is no GPU
+// build or no driver), and cuDNN / cuBLASLt (0: absent). `infera doctor` compares them.
+struct GpuLibraryVersions {
+  std::string vendor;  // "cuda", "hip", "" (no GPU build)
+  int runtime = 0, driver = 0, dnn = 0, blas = 0;
+};
+GpuLibraryVersions gpu_library_versions();
 
 class SessionImpl;
 

@@ -731,8 +731,12 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
                 : elided.count(st.node) ? "in place: its inputs' producers write their channel slices"
                                         : "nothing to run: empty outputs";
     info.dynamic = st.dynamic;
-    for (size_t i = 0; i < st.inputs.size(); ++i)
+    info.flops = st.node >= 0 ? node_flops(g_.nodes[st.node], infos_) : 0;
+    info.weight_bytes = st.kernel->weight_bytes();
+    for (size_t i = 0; i < st.inputs.size(); ++i) {
       info.input_formats.push_back(st.inputs[i] >= 0 ? format_name(p->values[st.inputs[i]].format) : "-");
+      if (st.inputs[i] >= 0 && !p->values[st.inputs[i]].info.value) info.input_bytes += p->values[st.inputs[i]].bytes;
+    }
     for (int v : st.outputs) {
       info.output_formats.push_back(v >= 0 ? format_name(p->values[v].format) : "-");
       if (v >= 0) info.output_bytes += p->values[v].bytes;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -16,6 +17,7 @@
 #include "passes/pass.h"
 #include "plan/plan.h"
 #include "runtime/run_context.h"
+#include "tune/perfdb.h"
 
 namespace infera {
 
@@ -91,6 +93,7 @@ struct PlanEntry {
   std::vector<std::unique_ptr<RunContext>> free;  // idle run contexts
   size_t contexts = 0;                            // made and alive (idle or running)
   std::atomic<uint64_t> last_used{0};
+  size_t perf_found = 0, perf_timed = 0;  // this plan's algorithm choices (PlanReport::perf_db_*)
 };
 
 class SessionImpl {
@@ -246,9 +249,21 @@ Result<std::shared_ptr<PlanEntry>> SessionImpl::entry_for(const Dims& dims) {
     po.num_threads = threads;
     po.verbose = verbose;
     po.graph_mode = opts.gpu_graphs;
+    // One database handle per build (its counters are this plan's); the entries are shared.
+    TuneSettings ts{opts.conv_algo, opts.winograd, opts.search, verbose};
+    std::unique_ptr<PerfDb> db =
+        PerfDb::open(opts.search == SessionOptions::SearchMode::kOff ? "none" : opts.perf_db, ts);
+    po.perf_db = db.get();
     Result<std::shared_ptr<const Plan>> p =
         guarded([&]() -> Result<std::shared_ptr<const Plan>> { return make_plan(graph, dims, po); });
+    Status saved = db->flush();
+    if (verbose >= 1)
+      std::fprintf(stderr, "infera: perf db %s: %zu choices found, %zu timed%s%s\n",
+                   db->path().empty() ? "(in memory)" : db->path().c_str(), db->found(), db->timed(),
+                   saved.is_ok() ? "" : "; not saved: ", saved.is_ok() ? "" : saved.message().c_str());
     lock.lock();
+    e->perf_found = db->found();
+    e->perf_timed = db->timed();
     e->building = false;
     e->built = true;
     if (p.is_ok())
@@ -416,7 +431,10 @@ Result<PlanReport> Session::prepare(const std::map<std::string, std::vector<int6
     }
     auto e = impl_->entry_for(dims);
     if (!e.is_ok()) return e.status();
-    return e.value()->plan->report;
+    PlanReport r = e.value()->plan->report;
+    r.perf_db_found = e.value()->perf_found;
+    r.perf_db_timed = e.value()->perf_timed;
+    return r;
   });
 }
 

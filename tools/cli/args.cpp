@@ -134,7 +134,8 @@ static std::string suggestion(const std::string& bad, const CommandSpec& cmd) {
 // "run, bench": the commands that have option k, for a message that it does nothing here.
 static std::string other_commands_with(const std::string& k, const CommandSpec& cmd) {
   std::string r;
-  for (const CommandSpec* c : {&run_spec(), &bench_spec(), &info_spec(), &check_spec(), &doctor_spec()}) {
+  for (const CommandSpec* c :
+       {&run_spec(), &bench_spec(), &info_spec(), &check_spec(), &doctor_spec(), &tune_spec(), &profile_spec()}) {
     if (c->name == cmd.name) continue;
     for (const OptSpec& o : c->options)
       if (o.name == k || o.alias == k) {
@@ -253,7 +254,9 @@ std::string overview_text() {
          "  bench MODEL   latency and throughput per batch size, optional JSON report\n"
          "  info MODEL    inputs, outputs, op histogram, parameters, FLOPs, memory and plan for a shape\n"
          "  check DIR     run ONNX backend-test folders and compare with their expected outputs\n"
-         "  doctor        this machine: CPU, ISA, cores, memory, backends, GPU\n"
+         "  profile MODEL time per step and per op kind: algorithm, FLOP/s and bandwidth against peak\n"
+         "  tune MODEL    time the algorithm choices ahead of time and fill the performance database\n"
+         "  doctor        this machine: CPU, ISA, cores, memory, backends, GPUs, checks with verdicts\n"
          "\n"
          "  infera --version    the version\n"
          "\n"
@@ -272,6 +275,18 @@ std::vector<OptSpec> session_opt_specs() {
       {"--threads", "N", "threads per run, 1.." + cores + " (default: all " + cores + " logical cores)"},
       {"--no-optimize", "", "skip the graph passes (folding, fusion)"},
       {"--no-dnnl", "", "reference kernels only (no oneDNN)"},
+      {"--perf-db", "PATH",
+       "the performance database of algorithm choices (default\n$XDG_CACHE_HOME/infera/perfdb.json, else "
+       "~/.cache/infera/perfdb.json)"},
+      {"--no-perf-db", "", "time the algorithm choices but neither read nor write the database"},
+      {"--conv-algo", "A",
+       "auto | implicit_gemm | winograd | direct | gemm | vendor: force one conv\nalgorithm where it applies "
+       "(elsewhere: searched; --verbose says why)\n(default auto; the CPU has direct and winograd)"},
+      {"--winograd", "MODE",
+       "on | off | auto: Winograd convs always where they apply, never, or\nsearched (default auto)"},
+      {"--search", "MODE",
+       "fast | exhaustive | off: time the short list of candidates, every\ncandidate with more reps, or none "
+       "(built-in rules, no database) (default fast)"},
   };
 }
 

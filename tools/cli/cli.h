@@ -55,8 +55,10 @@ std::string help_text(const CommandSpec& cmd);
 std::string overview_text();
 
 // Shared option groups, used by several commands' tables.
-std::vector<OptSpec> session_opt_specs();  // --device --precision --threads --no-optimize --no-dnnl
-std::vector<OptSpec> shape_opt_specs();    // --shape --shapes
+// --device --precision --graph --tf32 --no-vendor-libs --threads --no-optimize --no-dnnl, and the
+// algorithm search: --perf-db --no-perf-db --conv-algo --winograd --search
+std::vector<OptSpec> session_opt_specs();
+std::vector<OptSpec> shape_opt_specs();  // --shape --shapes
 OptSpec verbose_opt_spec();
 
 // ---------------------------------------------------------------- errors (common.cpp)
@@ -151,10 +153,14 @@ int cmd_check(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_doctor(int argc, char** argv);
+int cmd_tune(int argc, char** argv);
+int cmd_profile(int argc, char** argv);
 const CommandSpec& run_spec();
 const CommandSpec& check_spec();
 const CommandSpec& bench_spec();
 const CommandSpec& info_spec();
 const CommandSpec& doctor_spec();
+const CommandSpec& tune_spec();
+const CommandSpec& profile_spec();
 
 }  // namespace infera::cli

@@ -81,6 +81,39 @@ void session_options(Args& a, SessionOptions& o) {
   o.vendor_libraries = !a.has("--no-vendor-libs");
   o.optimize = !a.has("--no-optimize");
   if (a.has("--no-dnnl")) o.backends = {"ref"};
+  if (a.has("--perf-db") && a.has("--no-perf-db")) a.error("--perf-db and --no-perf-db contradict each other");
+  if (a.has("--perf-db")) {
+    o.perf_db = a.get("--perf-db");
+    if (o.perf_db.empty() || o.perf_db == "none") a.error("--perf-db expects a file path (--no-perf-db turns it off)");
+  }
+  if (a.has("--no-perf-db")) o.perf_db = "none";
+  auto pick = [&](const char* opt, auto& field, const auto& table) {
+    if (!a.has(opt)) return;
+    const std::string v = a.get(opt);
+    std::string names;
+    for (const auto& [name, value] : table) {
+      if (v == name) {
+        field = value;
+        return;
+      }
+      names += (names.empty() ? "" : ", ") + std::string(name);
+    }
+    a.error(std::string(opt) + " expects one of " + names + ", got '" + v + "'");
+  };
+  using A = SessionOptions::ConvAlgo;
+  using W = SessionOptions::WinogradMode;
+  using S = SessionOptions::SearchMode;
+  pick("--conv-algo", o.conv_algo,
+       std::vector<std::pair<const char*, A>>{{"auto", A::kAuto},
+                                              {"implicit_gemm", A::kImplicitGemm},
+                                              {"winograd", A::kWinograd},
+                                              {"direct", A::kDirect},
+                                              {"gemm", A::kGemm},
+                                              {"vendor", A::kVendor}});
+  pick("--winograd", o.winograd,
+       std::vector<std::pair<const char*, W>>{{"on", W::kOn}, {"off", W::kOff}, {"auto", W::kAuto}});
+  pick("--search", o.search,
+       std::vector<std::pair<const char*, S>>{{"fast", S::kFast}, {"exhaustive", S::kExhaustive}, {"off", S::kOff}});
   if (a.has("--verbose")) {
     o.verbose = 1;
     // Until every part of the library reads SessionOptions::verbose, the environment variable

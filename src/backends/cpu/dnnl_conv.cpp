@@ -1,13 +1,23 @@
 // Conv and com.infera.FusedConv (X, W, B?, Z?; act(conv + B + Z)) through oneDNN convolution:
 // constant weights reordered once into the primitive's format, residual Z as a sum post-op
 // (in place when the planner gave Y Z's buffer; else a binary-add post-op or a copy into Y
-// first), the activation as eltwise post-ops. Attributes come from the typed ConvOp. 3x3 stride-1 convs use Winograd
-// where oneDNN has it (INFERA_DNNL_WINOGRAD=0 turns that off). 1-D convs run as 2-D with H = 1. ConvTranspose (2-D,
+// first), the activation as eltwise post-ops. Attributes come from the typed ConvOp. 3x3 stride-1 convs time
+// oneDNN's direct and Winograd algorithms and keep the faster in the perf db (pick_algorithm;
+// INFERA_DNNL_WINOGRAD=0 or --winograd off: direct only). 1-D convs run as 2-D with H = 1. ConvTranspose (2-D,
 // non-negative pads) through oneDNN deconvolution.
+#include <omp.h>
+
+#include <cfloat>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
 
 #include "backends/cpu/dnnl_internal.h"
 #include "ops/conv.h"
+#include "tune/choice.h"
+#include "tune/keys.h"
 
 namespace infera::cpu {
 namespace {
@@ -75,6 +85,175 @@ bool winograd_enabled() {
   return on;
 }
 
+// ---- the algorithm: direct vs Winograd (docs/perfdb.md)
+struct ConvPick {
+  dnnl::algorithm alg = dnnl::algorithm::convolution_auto;
+  std::string note;  // appended to the implementation name: "[winograd: 1.2 ms of: ...]"
+};
+
+std::string dims_str(const Dims& d) {
+  std::string s;
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "x" : "") + std::to_string(d[i]);
+  return s;
+}
+
+std::string dims_str(const Dims& a, const Dims& b) { return dims_str(a) + "," + dims_str(b); }
+
+PerfKey conv_key(const StepRequest& req, const ConvPlan& p, Format cs, Format cd) {
+  PerfKey k;
+  k.device = tune::cpu_device_name();
+  k.libs = tune::cpu_libs();
+  k.op = "conv";
+  k.shape = "x" + dims_str(p.x) + " w" + dims_str(p.w) + " y" + dims_str(p.y) + " s" + dims_str(p.strides) + " d" +
+            dims_str(p.dilates) + " p" + dims_str(p.pad_l, p.pad_r) + " g" + std::to_string(p.group);
+  k.dtype = "f32";
+  k.formats = std::string(format_name(cs)) + ">" + format_name(cd);
+  std::string ep;
+  if (p.has_bias) ep += "bias";
+  if (p.has_z) ep += std::string(ep.empty() ? "" : "+") + "sum";
+  for (const EltOp& e : p.act)
+    ep += (ep.empty() ? "" : "+") + std::string("elt") + std::to_string(static_cast<int>(e.alg));
+  k.epilogue = ep.empty() ? "-" : ep;
+  return k;
+}
+
+// Times candidate primitives on zero data of their shapes: one warm-up each, then rounds that
+// run every candidate once in turn (a load change on a shared machine hits all of them alike),
+// at least min_reps rounds and more until ~20 ms have passed (up to max_reps): the best of many
+// runs is the one that was not preempted. Best time per candidate in ms (DBL_MAX: failed).
+std::vector<double> time_convs(const std::vector<const dnnl::convolution_forward::primitive_desc*>& pds, bool bias,
+                               int threads, int min_reps, int max_reps) {
+  using namespace dnnl;
+  const int prev = omp_get_max_threads();
+  if (threads > 0) omp_set_num_threads(threads);
+  auto zeroed = [](const memory::desc& md) {
+    memory m(md, engine());
+    if (md.get_size()) std::memset(m.get_data_handle(), 0, md.get_size());
+    return m;
+  };
+  struct Cand {
+    convolution_forward prim;
+    std::unordered_map<int, memory> args;
+  };
+  std::vector<Cand> cs;
+  std::vector<double> best(pds.size(), DBL_MAX);
+  try {
+    for (const auto* pd : pds) {
+      Cand c{convolution_forward(*pd),
+             {{DNNL_ARG_SRC, zeroed(pd->src_desc())},
+              {DNNL_ARG_WEIGHTS, zeroed(pd->weights_desc())},
+              {DNNL_ARG_DST, zeroed(pd->dst_desc())}}};
+      if (bias) c.args[DNNL_ARG_BIAS] = zeroed(pd->bias_desc());
+      if (pd->scratchpad_desc().get_size()) c.args[DNNL_ARG_SCRATCHPAD] = zeroed(pd->scratchpad_desc());
+      cs.push_back(std::move(c));
+    }
+    stream st(engine());
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    for (int r = 0; r <= max_reps; ++r) {
+      for (size_t i = 0; i < cs.size(); ++i) {
+        const auto t0 = clock::now();
+        cs[i].prim.execute(st, cs[i].args);
+        st.wait();
+        const double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+        if (r > 0) best[i] = std::min(best[i], ms);  // round 0 warms up
+      }
+      if (r >= min_reps && std::chrono::duration<double, std::milli>(clock::now() - start).count() > 20) break;
+    }
+  } catch (const dnnl::error&) {
+    best.assign(pds.size(), DBL_MAX);
+  }
+  if (threads > 0) omp_set_num_threads(prev);
+  return best;
+}
+
+// Direct or Winograd for this conv. Without a search (no database handle, --search off) the
+// fixed rule of before: Winograd for 3x3 stride-1 convs of >= 196 output pixels per image
+// batch. With one, both are made and timed on the real shapes and the winner is kept in the
+// perf db; a later build finds it and times nothing. make(alg) makes the primitive descriptor
+// (throws dnnl::error where oneDNN has no implementation).
+template <class Make>
+ConvPick pick_algorithm(const StepRequest& req, const ConvPlan& p, bool four, Format cs, Format cd, Make&& make) {
+  using dnnl::algorithm;
+  ConvPick pick;
+  const bool wino_shape =
+      four && p.group == 1 && p.w[2] == 3 && p.w[3] == 3 && p.strides == Dims{1, 1} && p.dilates == Dims{0, 0};
+  const TuneSettings t = req.perf_db ? req.perf_db->settings() : TuneSettings{};
+  const bool search = req.perf_db && t.search != SessionOptions::SearchMode::kOff;
+  const bool wino_off = !winograd_enabled() || t.winograd == SessionOptions::WinogradMode::kOff;
+  // The candidates oneDNN can make for this conv: "direct" always, "winograd" where it has one.
+  std::vector<std::string> names{"direct"};
+  std::optional<dnnl::convolution_forward::primitive_desc> wino;
+  if (wino_shape && !(wino_off && t.conv_algo != SessionOptions::ConvAlgo::kWinograd)) {
+    try {
+      wino = make(algorithm::convolution_winograd);
+      names.push_back("winograd");
+    } catch (const dnnl::error&) {
+    }
+  }
+  TuneSettings eff = t;
+  if (!winograd_enabled()) eff.winograd = SessionOptions::WinogradMode::kOff;
+  const tune::Allowed allowed = tune::allowed_candidates(names, eff);
+  std::string forced_note = allowed.note;
+  if (!forced_note.empty() && t.conv_algo == SessionOptions::ConvAlgo::kWinograd && !wino)
+    forced_note = std::string("--conv-algo winograd: oneDNN has no Winograd for this conv") +
+                  (wino_shape ? " on this ISA" : " (3x3, stride 1, dilation 1, group 1 only)") + "; using direct";
+  if (!forced_note.empty() && req.verbose >= 1)
+    std::fprintf(stderr, "infera: tune: node '%s': %s\n", req.node->name.c_str(), forced_note.c_str());
+  // "direct" is oneDNN's direct algorithm where it was chosen over Winograd (timed or forced);
+  // else convolution_auto, as before the search (the same kernels for shapes without Winograd).
+  auto use = [&](const std::string& n, bool chosen) {
+    pick.alg = n == "winograd" ? algorithm::convolution_winograd
+               : chosen        ? algorithm::convolution_direct
+                               : algorithm::convolution_auto;
+  };
+  if (allowed.index.size() == 1 || (!search && allowed.filtered)) {
+    use(names[allowed.index[0]], allowed.filtered);  // forced (or the only one)
+    if (allowed.filtered) pick.note = " [" + names[allowed.index[0]] + ": forced]";
+    return pick;
+  }
+  if (!search) {  // the fixed rule
+    // 3x3 stride 1: Winograd does 2.25-4x fewer multiplies. Measured on Zen 4 (2 threads),
+    // ResNet-50 shapes: 1.2-1.7x faster than the direct kernel from 14x14 at batch 1 up (the
+    // auto heuristic takes it only for big batches), slower on 7x7 at batch 1.
+    use(wino && p.y[0] * p.y[2] * p.y[3] >= 196 ? "winograd" : "direct", false);
+    return pick;
+  }
+  tune::Choice choice(req.perf_db, conv_key(req, p, cs, cd), allowed);
+  std::vector<std::string> allowed_names;
+  for (size_t i : allowed.index) allowed_names.push_back(names[i]);
+  if (!choice.known(allowed_names)) {
+    std::optional<dnnl::convolution_forward::primitive_desc> direct;
+    try {
+      direct = make(algorithm::convolution_direct);
+    } catch (const dnnl::error&) {
+    }
+    std::vector<const dnnl::convolution_forward::primitive_desc*> pds;
+    std::vector<std::string> timed;
+    for (const std::string& n : allowed_names) {
+      const auto* pd = n == "winograd" ? &*wino : direct ? &*direct : nullptr;
+      if (pd)
+        pds.push_back(pd), timed.push_back(n);
+      else
+        choice.note(n, DBL_MAX);
+    }
+    const std::vector<double> ms =
+        time_convs(pds, p.has_bias, req.num_threads, choice.reps(), choice.exhaustive() ? 100 : 30);
+    for (size_t i = 0; i < timed.size(); ++i) choice.note(timed[i], ms[i]);
+    choice.store();
+  }
+  if (choice.best().empty()) {  // both failed to run: oneDNN's own choice
+    use("direct", false);
+    return pick;
+  }
+  use(choice.best(), true);
+  pick.note = " [" + choice.best() + ": " + choice.summary() + "]";
+  if (req.verbose >= 1)
+    std::fprintf(stderr, "infera: tune: node '%s' conv: %s (%s)\n", req.node->name.c_str(), choice.best().c_str(),
+                 choice.summary().c_str());
+  return pick;
+}
+
 }  // namespace
 
 Support conv_query(const StepRequest& req) {
@@ -121,21 +300,15 @@ std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req) {
                  ls, ld, [&](Format a, Format b) { return make_pd(a, b, residual).impl_info_str(); }, pointwise)
            : std::pair<Format, Format>{ls, ld};
   convolution_forward::primitive_desc pd = make_pd(cs, cd, residual);
-  if (four && winograd_enabled() && p.group == 1 && p.w[2] == 3 && p.w[3] == 3 && p.strides == Dims{1, 1} &&
-      p.dilates == Dims{0, 0} && p.y[0] * p.y[2] * p.y[3] >= 196) {
-    // 3x3 stride 1: Winograd does 2.25-4x fewer multiplies. Measured on Zen 4 (2 threads),
-    // ResNet-50 shapes: 1.2-1.7x faster than the direct kernel from 14x14 at batch 1 up (the
-    // auto heuristic takes it only for big batches), slower on 7x7 at batch 1.
-    alg = algorithm::convolution_winograd;
-    try {
-      pd = make_pd(cs, cd, residual);
-    } catch (const dnnl::error&) {
-      alg = algorithm::convolution_auto;
-    }
-  }
+  const ConvPick pick = pick_algorithm(req, p, four, cs, cd, [&](algorithm a) {
+    alg = a;
+    return make_pd(cs, cd, residual);
+  });
+  alg = pick.alg;
+  pd = make_pd(cs, cd, residual);
 
   auto k = std::make_unique<DnnlKernel>(p.has_z || !p.act.empty() ? "dnnl fused conv" : "dnnl conv");
-  k->set_impl(pd.impl_info_str() + std::string(cs != ls || cd != ld ? " (via reorders)" : ""));
+  k->set_impl(pd.impl_info_str() + std::string(cs != ls || cd != ld ? " (via reorders)" : "") + pick.note);
   const memory::format_tag wtag = p.group > 1 ? memory::format_tag::goihw : memory::format_tag::oihw;
   memory w_user(memory::desc(p.w, memory::data_type::f32, wtag), engine(),
                 const_cast<void*>(req.inputs[1]->value->data()));

@@ -2,8 +2,9 @@
 // bias + residual + activation fused) and Gemm / FusedGemm / MatMul. Each layer times its
 // candidate kernels once when the plan is made and keeps the fastest: ours, and unless
 // SessionOptions::vendor_libraries is off, cuDNN's fused conv engines (dnn.h) and cuBLASLt's GEMM
-// algorithms (blas.h) with the same epilogue. The winner and its time are in the step's
-// implementation name (`infera info --device gpu --plan`).
+// algorithms (blas.h) with the same epilogue. The winner is kept in the perf db (src/tune), so
+// a later build times nothing. The winner and its time are in the step's implementation name
+// (`infera info --device gpu --plan`).
 #include <algorithm>
 #include <cfloat>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "backends/gpu/gpu_internal.h"
 #include "ops/conv.h"
 #include "ops/matmul.h"
+#include "tune/choice.h"
 
 namespace infera::gpu_backend {
 namespace {
@@ -61,53 +63,133 @@ double time_ms(int device, F&& launch, double cutoff = DBL_MAX, int reps = 3) {
   return best;
 }
 
-std::string ms_str(double ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4f ms", ms);
-  return buf;
+// The perf db's device and library fields for this GPU (tune::Choice keys).
+PerfKey gpu_key(const GpuConfig& c, const char* op, std::string shape, const Activation& act, std::string extra) {
+  PerfKey k;
+  k.device = "gpu: " + c.dev.name + " arch " + std::to_string(c.dev.info.arch) + " x" +
+             std::to_string(c.dev.info.sm_count) + " sm";
+  int drv = 0, rt = 0;
+  (void)gpuDriverGetVersion(&drv);
+  (void)gpuRuntimeGetVersion(&rt);
+  k.libs = std::string(kGpuVendor) + " rt " + std::to_string(rt) + " drv " + std::to_string(drv) +
+           (c.vendor_libs
+                ? " cuDNN " + std::to_string(gpu::dnn_version()) + " cuBLASLt " + std::to_string(gpu::blas_version())
+                : std::string(" ours only"));
+  k.op = op;
+  k.shape = std::move(shape);
+  k.dtype = c.f16() ? "f16" : c.tf32 ? "tf32" : "f32";
+  k.formats = c.f16() ? "nhwc_f16" : "nhwc";
+  k.epilogue = extra + (act.is_identity() ? "" : std::string(extra.empty() ? "" : "+") + activation_name(act.kind));
+  if (k.epilogue.empty()) k.epilogue = "-";
+  return k;
 }
 
-// One layer's kernel choice: our candidates first (a candidate stops one rep past 4x the best so
-// far), then the vendor library's, timed only against a baseline of ours; the fastest is kept.
+// One layer's kernel choice. The shared half (settings, perf db lookups and records) is
+// tune::Choice: a layer the perf db has is made without timing (and cuDNN's engines, compiled
+// at run time, only when the db names one). Else our candidates are timed first (a candidate
+// stops one rep past 4x the best so far; --search exhaustive: no cutoff, 10 reps), then the vendor
+// library's, timed only against a baseline of ours; the fastest is kept and stored.
 struct Choice {
   int device = 0;
-  double best = DBL_MAX;
   gpu::Candidate ours;
-  std::optional<gpu::VendorCandidate> vendor;  // set when the vendor's beat ours
-  std::string tried;                           // every candidate and its time
+  std::optional<gpu::VendorCandidate> vendor;  // set when the vendor's won
+  std::string summary;                         // every candidate and its time, or "perf db ..."
 
-  template <class Run>  // run(candidate, stream) -> gpu::Status
-  void time_ours(const std::vector<gpu::Candidate>& cands, Run&& run) {
-    for (const gpu::Candidate& cd : cands) {
-      const double ms = time_ms(
-          device, [&](gpuStream_t st) { return run(cd, st); }, best < DBL_MAX ? 4 * best : DBL_MAX);
-      if (ms < best) best = ms, ours = cd;
-      note(cd.name, ms);
+  // make_vendor() -> the vendor's candidates (empty when off or the epilogue does not fuse);
+  // run_ours(candidate, stream), run_vendor(candidate, workspace, workspace bytes, stream) -> gpu::Status.
+  template <class MakeVendor, class RunOurs, class RunVendor>
+  Status choose(const StepRequest& req, const PerfKey& key, const std::vector<gpu::Candidate>& cands, Scratch& sc,
+                MakeVendor&& make_vendor, RunOurs&& run_ours, RunVendor&& run_vendor) {
+    using SO = SessionOptions;
+    const TuneSettings t = req.perf_db ? req.perf_db->settings() : TuneSettings{};
+    std::vector<std::string> names;
+    bool wino = false;
+    for (const auto& cd : cands) {
+      names.push_back(cd.name);
+      wino = wino || tune::algo_of(cd.name) == SO::ConvAlgo::kWinograd;
     }
-  }
-  template <class Run>  // run(candidate, workspace, workspace bytes, stream) -> gpu::Status
-  void time_vendor(Scratch& sc, const std::vector<gpu::VendorCandidate>& vc, Run&& run) {
+    std::vector<gpu::VendorCandidate> vc;
+    bool vc_made = false;
+    auto vendors = [&]() -> const std::vector<gpu::VendorCandidate>* {  // made on first use
+      if (!vc_made) {
+        vc = make_vendor();
+        vc_made = true;
+      }
+      return &vc;
+    };
+    if (t.conv_algo == SO::ConvAlgo::kAuto && (t.winograd == SO::WinogradMode::kAuto || !wino)) {
+      tune::Choice db(req.perf_db, key, tune::Allowed{});  // nothing forced: the db's entry applies
+      if (auto i = db.known(names)) {
+        ours = cands[*i], summary = db.summary();
+        return Status::ok();
+      }
+      if (auto w = db.winner(); w && tune::algo_of(*w) == SO::ConvAlgo::kVendor) {
+        std::vector<std::string> vn;
+        for (const auto& v : *vendors()) vn.push_back(v.name);
+        if (auto i = db.known(vn)) {
+          vendor = (*vendors())[*i], summary = db.summary();
+          return Status::ok();
+        }
+      }
+    }
+    for (const auto& v : *vendors()) names.push_back(v.name);
+    const tune::Allowed allowed = tune::allowed_candidates(names, t);
+    if (!allowed.note.empty() && req.verbose >= 1)
+      std::fprintf(stderr, "infera: tune: node '%s': %s\n", req.node->name.c_str(), allowed.note.c_str());
+    auto take = [&](size_t i) {
+      if (i < cands.size())
+        ours = cands[i], vendor.reset();
+      else
+        vendor = (*vendors())[i - cands.size()];
+    };
+    if (allowed.index.size() == 1 || (req.perf_db && t.search == SO::SearchMode::kOff)) {
+      take(allowed.index[0]);  // forced, the only one, or no search: the heuristic order's first
+      return Status::ok();
+    }
+    tune::Choice ch(req.perf_db, key, allowed);
+    std::vector<std::string> an;
+    for (size_t i : allowed.index) an.push_back(names[i]);
+    if (auto j = ch.known(an)) {
+      take(allowed.index[*j]), summary = ch.summary();
+      return Status::ok();
+    }
     size_t ws = 0;
-    for (const auto& v : vc) ws = std::max(ws, v.workspace_bytes);
-    auto w = sc.get(device, std::max<size_t>(ws, 1));
-    for (size_t i = 0; w.is_ok() && best < DBL_MAX && i < vc.size(); ++i) {
-      const double ms = time_ms(
-          device, [&](gpuStream_t st) { return run(vc[i], w.value(), ws, st); }, 4 * best);
-      if (ms < best) best = ms, vendor = vc[i];
-      note(vc[i].name, ms);
+    for (size_t i : allowed.index)
+      if (i >= cands.size()) ws = std::max(ws, (*vendors())[i - cands.size()].workspace_bytes);
+    Result<void*> w = static_cast<void*>(nullptr);
+    double best = DBL_MAX;
+    size_t best_i = names.size();
+    bool any_ours = false;
+    for (size_t i : allowed.index) {
+      const double cutoff = best < DBL_MAX && !ch.exhaustive() ? 4 * best : DBL_MAX;
+      double ms = DBL_MAX;
+      if (i < cands.size()) {
+        any_ours = true;
+        ms = time_ms(
+            device, [&](gpuStream_t st) { return run_ours(cands[i], st); }, cutoff, ch.reps());
+      } else {
+        if (any_ours && best == DBL_MAX) break;  // none of ours ran: no baseline for the vendor's
+        if (w.is_ok() && !w.value()) w = sc.get(device, std::max<size_t>(ws, 1));
+        if (!w.is_ok()) break;
+        const gpu::VendorCandidate& v = (*vendors())[i - cands.size()];
+        ms = time_ms(
+            device, [&](gpuStream_t st) { return run_vendor(v, w.value(), ws, st); }, cutoff, ch.reps());
+      }
+      ch.note(names[i], ms);
+      if (ms < best) best = ms, best_i = i;
     }
+    if (best_i == names.size()) return Status::error(StatusCode::kDeviceError, "gpu: every candidate failed to run");
+    take(best_i);
+    ch.store();
+    summary = ch.summary();
+    return Status::ok();
   }
   size_t workspace_bytes() const { return vendor ? vendor->workspace_bytes : ours.workspace_bytes; }
-  // The step's implementation name: the winner, and with several candidates every time.
-  Result<std::string> name(const char* what) const {
-    if (best == DBL_MAX)
-      return Status::error(StatusCode::kDeviceError, std::string("gpu: every ") + what + " candidate failed to run");
+  // The step's implementation name: the winner, and how it was chosen.
+  std::string name() const {
     const std::string n = vendor ? vendor->name : std::string(ours.name);
-    return n + (tried.find(',') != std::string::npos ? " (" + ms_str(best) + " of: " + tried + ")" : "");
+    return n + (summary.empty() ? "" : " (" + summary + ")");
   }
-
- private:
-  void note(const std::string& n, double ms) { tried += (tried.empty() ? "" : ", ") + n + " " + ms_str(ms); }
 };
 
 // ---------------------------------------------------------------- Conv / FusedConv
@@ -189,7 +271,7 @@ class ConvKernel : public GpuKernel {
       bias_ = b.take();
       weight_bytes_ += bias_.bytes();
     }
-    return choose();
+    return choose(req);
   }
 
   size_t scratch_bytes() const override { return choice_.workspace_bytes(); }
@@ -213,7 +295,7 @@ class ConvKernel : public GpuKernel {
 
  private:
   // Times every candidate on zero data of this layer's shape and keeps the fastest.
-  Status choose() {
+  Status choose(const StepRequest& req_) {
     const gpu::ConvShape& s = p_.shape;
     std::vector<gpu::Candidate> cands = gpu::conv_candidates(s, cfg_.dev.info);
     if (cands.empty()) return Status::error(StatusCode::kInternal, "gpu: no conv candidate");
@@ -235,17 +317,27 @@ class ConvKernel : public GpuKernel {
     if (p_.residual) t.ep.residual = {z.value(), 0, 0};
     t.ep.act = p_.act;
     choice_.device = cfg_.dev.index;
-    choice_.time_ours(cands, [&](const gpu::Candidate& cd, gpuStream_t st) {
-      return gpu::conv_forward(s, cd, t, w.value(), ws, st);
-    });
-    if (cfg_.vendor_libs && gpu::dnn_fuses(p_.act))  // cuDNN's engines for the same fused conv
-      choice_.time_vendor(sc, gpu::dnn_conv_candidates(s, t.ep, cfg_.tf32, cfg_.dev.index, {y_ps_, y_coff_}),
-                          [&](const gpu::VendorCandidate& vc, void* vw, size_t vws, gpuStream_t st) {
-                            return gpu::dnn_conv_run(vc, t, vw, vws, st);
-                          });
-    auto name = choice_.name("conv");
-    if (!name.is_ok()) return name.status();
-    impl_ = name.take();
+    char shape[256];
+    std::snprintf(shape, sizeof shape, "n%d c%d h%d w%d k%d r%d s%d st%dx%d p%d,%d,%d,%d d%dx%d g%d y%lld+%lld", s.n,
+                  s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_t, s.pad_l, s.pad_b, s.pad_r, s.dil_h,
+                  s.dil_w, s.groups, static_cast<long long>(y_ps_), static_cast<long long>(y_coff_));
+    Status st = choice_.choose(
+        req_,
+        gpu_key(cfg_, "conv", shape, p_.act, std::string(p_.bias ? "bias" : "") + (p_.residual ? "+residual" : "")),
+        cands, sc,
+        [&] {
+          return cfg_.vendor_libs && gpu::dnn_fuses(p_.act)  // cuDNN's engines for the same fused conv
+                     ? gpu::dnn_conv_candidates(s, t.ep, cfg_.tf32, cfg_.dev.index, {y_ps_, y_coff_})
+                     : std::vector<gpu::VendorCandidate>{};
+        },
+        [&](const gpu::Candidate& cd, gpuStream_t stream) {
+          return gpu::conv_forward(s, cd, t, w.value(), ws, stream);
+        },
+        [&](const gpu::VendorCandidate& vc, void* vw, size_t vws, gpuStream_t stream) {
+          return gpu::dnn_conv_run(vc, t, vw, vws, stream);
+        });
+    if (!st.is_ok()) return st.prefixed("conv: ");
+    impl_ = choice_.name();
     return Status::ok();
   }
 
@@ -356,7 +448,7 @@ class GemmKernel : public GpuKernel {
       bias_ = bb.take();
       weight_bytes_ += bias_.bytes();
     }
-    return choose();
+    return choose(req);
   }
 
   size_t scratch_bytes() const override { return choice_.workspace_bytes(); }
@@ -378,7 +470,7 @@ class GemmKernel : public GpuKernel {
   }
 
  private:
-  Status choose() {
+  Status choose(const StepRequest& req_) {
     const gpu::GemmShape& s = p_.shape;
     std::vector<gpu::Candidate> cands = gpu::gemm_candidates(s, cfg_.dev.info);
     if (cands.empty()) return Status::error(StatusCode::kInternal, "gpu: no gemm candidate");
@@ -399,16 +491,22 @@ class GemmKernel : public GpuKernel {
     t.bias = static_cast<const float*>(bias_.get());
     t.act = p_.act;
     choice_.device = cfg_.dev.index;
-    choice_.time_ours(cands,
-                      [&](const gpu::Candidate& cd, gpuStream_t st) { return gpu::gemm(s, cd, t, w.value(), ws, st); });
-    if (cfg_.vendor_libs && gpu::blas_fuses(p_.act))
-      choice_.time_vendor(sc, gpu::blas_gemm_candidates(s, t.bias != nullptr, p_.act, cfg_.tf32, cfg_.dev.index),
-                          [&](const gpu::VendorCandidate& vc, void* vw, size_t vws, gpuStream_t st) {
-                            return gpu::blas_gemm_run(vc, t, vw, vws, st);
-                          });
-    auto name = choice_.name("gemm");
-    if (!name.is_ok()) return name.status();
-    impl_ = name.take();
+    char shape[256];
+    std::snprintf(shape, sizeof shape, "b%d m%d n%d k%d ta%d tb%d bconst%d", s.batch, s.m, s.n, s.k, s.trans_a ? 1 : 0,
+                  s.trans_b ? 1 : 0, p_.b_const ? 1 : 0);
+    Status st = choice_.choose(
+        req_, gpu_key(cfg_, "gemm", shape, p_.act, t.bias ? "bias" : ""), cands, sc,
+        [&] {
+          return cfg_.vendor_libs && gpu::blas_fuses(p_.act)
+                     ? gpu::blas_gemm_candidates(s, t.bias != nullptr, p_.act, cfg_.tf32, cfg_.dev.index)
+                     : std::vector<gpu::VendorCandidate>{};
+        },
+        [&](const gpu::Candidate& cd, gpuStream_t stream) { return gpu::gemm(s, cd, t, w.value(), ws, stream); },
+        [&](const gpu::VendorCandidate& vc, void* vw, size_t vws, gpuStream_t stream) {
+          return gpu::blas_gemm_run(vc, t, vw, vws, stream);
+        });
+    if (!st.is_ok()) return st.prefixed("gemm: ");
+    impl_ = choice_.name();
     return Status::ok();
   }
 
