@@ -91,19 +91,10 @@ Result<std::unique_ptr<RunContext>> RunContext::make(std::shared_ptr<const Plan>
     for (size_t j = 0; j < p.outputs.size(); ++j) once = once && (j == i || p.outputs[j] != v);
     rc->direct_[i] = v >= 0 && once && p.values[v].home == PlanValue::Home::kArena;
   }
-  // Graphs read host inputs from pinned copies at fixed addresses.
+  // Graphs read host inputs from pinned copies at fixed addresses, made at the first graph run
+  // that has that input on the host (a device-resident input needs none: no pinning of a
+  // 64 GiB batch that is already on the GPU).
   rc->staging_.assign(p.inputs.size(), nullptr);
-  if (p.graphable && p.graph_mode != SessionOptions::GraphMode::kOff && rc->pinner_) {
-    for (size_t i = 0; i < p.inputs.size(); ++i) {
-      const PlanValue& pv = p.values[p.inputs[i]];
-      const size_t bytes =
-          pv.info.shape.fully_known() ? static_cast<size_t>(pv.info.shape.numel()) * dtype_size(pv.info.dtype) : 0;
-      auto s = rc->pinner_->allocate_host(std::max<size_t>(bytes, 1));
-      if (!s.is_ok()) return s.status();
-      rc->staging_[i] = s.value();
-      rc->allocated_ += bytes;
-    }
-  }
   rc->key_.assign(p.inputs.size() + p.outputs.size(), nullptr);
   return rc;
 }
@@ -272,7 +263,15 @@ Status RunContext::run(const std::vector<const Tensor*>& inputs, const std::vect
     key_[i] = nullptr;
     if (!t.device().is_cpu()) {
       key_[i] = data;  // read in place by the upload step
-    } else if (graph && staging_[i]) {
+    } else if (graph && pinner_) {
+      if (!staging_[i]) {
+        const PlanValue& pv = p.values[p.inputs[i]];
+        const size_t bytes = static_cast<size_t>(pv.info.shape.numel()) * dtype_size(pv.info.dtype);
+        auto s = pinner_->allocate_host(std::max<size_t>(bytes, 1));
+        if (!s.is_ok()) return s.status();
+        staging_[i] = s.value();
+        allocated_ += bytes;
+      }
       if (t.nbytes()) std::memcpy(staging_[i], data, t.nbytes());
       data = staging_[i];
     }

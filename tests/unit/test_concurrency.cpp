@@ -292,5 +292,35 @@ TEST(Concurrency, SteadyStateRunAllocatesNothing) {
   }
 }
 
+// Device out-of-memory is kOutOfMemory, not a crash, and the session stays usable: 2^22 images
+// (a 64 GiB input on the device; the activations need about 5x what an H200 has), then batch 2,
+// equal to the CPU's. Skipped, visibly, without a GPU.
+TEST(GpuSession, OutOfMemoryIsAnErrorAndTheSessionStaysUsable) {
+  const Status gpu = find_backend("gpu", Device::gpu(0)).status();
+  if (!gpu.is_ok()) GTEST_SKIP() << "GPU case skipped: " << gpu.message();
+  SessionOptions o;
+  o.device = Device::gpu(0);
+  auto s = Session::load_from_memory(cnn_model().SerializeAsString(), "", o);
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  {
+    auto big = Tensor::make_on(Device::gpu(0), DataType::kFloat32, {int64_t(1) << 22, 16, 16, 16});
+    ASSERT_TRUE(big.is_ok()) << big.message();
+    auto y = s.value()->run({{"x", big.value()}});
+    ASSERT_FALSE(y.is_ok());
+    EXPECT_EQ(y.status().code(), StatusCode::kOutOfMemory) << y.message();
+    std::printf("device out of memory: %s\n", y.message().c_str());
+  }
+  auto cpu = load();
+  ASSERT_TRUE(cpu);
+  const Tensor x = test::random_tensor({2, 16, 16, 16}, 77);
+  auto want = cpu->run({{"x", x}});
+  auto got = s.value()->run({{"x", x}});
+  ASSERT_TRUE(want.is_ok()) << want.message();
+  ASSERT_TRUE(got.is_ok()) << got.message();
+  const float* a = want.value()[0].data_as<float>();
+  const float* b = got.value()[0].data_as<float>();
+  for (int64_t i = 0; i < want.value()[0].numel(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4) << i;
+}
+
 }  // namespace
 }  // namespace infera
