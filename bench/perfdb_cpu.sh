@@ -12,14 +12,14 @@ for b in 1 16; do
   echo "## batch $b: cold (fresh db), then warm, then the fixed rule (--search off)"
   /usr/bin/time -f "wall %e s (process)" "$B" tune "$M" --batch $b --perf-db "$T/db.json" 2>&1 | grep -E "^batch|wall"
   /usr/bin/time -f "wall %e s (process)" "$B" tune "$M" --batch $b --perf-db "$T/db.json" 2>&1 | grep -E "^batch|wall"
-  /usr/bin/time -f "wall %e s (process)" "$B" info "$M" --batch $b --search off 2>&1 | grep -E "build|wall" || true
+  /usr/bin/time -f "wall %e s (process)" "$B" info "$M" --batch $b --search off 2>&1 | grep -E "built|wall" || true
 done
 echo "## run time, interleaved: searched choices (warm db) vs the fixed rule"
 for round in 1 2; do
   for mode in search fixed; do
     if [ $mode = search ]; then extra=(--perf-db "$T/db.json"); else extra=(--search off); fi
     echo "### round $round, $mode"
-    "$B" bench "$M" --batch 1,16 --warmup 3 --duration 4 "${extra[@]}" 2>/dev/null | grep -E "^ *(1|16) |batch|mean" | head -6
+    "$B" bench "$M" --batch 1,16 --warmup 3 --duration 4 "${extra[@]}" 2>/dev/null | grep -E "^ +(1|16) +[0-9]"
   done
 done
 echo "## the choices"

@@ -10,8 +10,9 @@
 namespace infera::json {
 
 const Value* Value::get(const std::string& key) const {
-  for (const auto& [k, v] : members)
-    if (k == key) return &v;
+  if (kind != Kind::kObject) return nullptr;
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (keys[i] == key) return &items[i];
   return nullptr;
 }
 
@@ -124,14 +125,15 @@ class Parser {
       std::string k;
       Status s = string(k);
       if (!s.is_ok()) return s;
-      if (v.members.size() >= lim_.max_members) return err("fewer members (object size limit)");
+      if (v.keys.size() >= lim_.max_members) return err("fewer members (object size limit)");
       if (v.get(k)) return Status::error(StatusCode::kInvalidInput, "JSON: duplicate member '" + k + "'");
       ws();
       if (i_ >= t_.size() || t_[i_] != ':') return err("':'");
       ++i_;
       ws();
-      v.members.emplace_back(std::move(k), Value{});
-      s = value(v.members.back().second, depth + 1);
+      v.keys.push_back(std::move(k));
+      v.items.emplace_back();
+      s = value(v.items.back(), depth + 1);
       if (!s.is_ok()) return s;
       ws();
       if (i_ < t_.size() && t_[i_] == ',') {

@@ -20,8 +20,8 @@ struct Value {
   bool b = false;
   double num = 0;
   std::string str;
-  std::vector<Value> items;                            // kArray
-  std::vector<std::pair<std::string, Value>> members;  // kObject, in file order (duplicate keys refused)
+  std::vector<Value> items;       // kArray: the elements; kObject: the members' values
+  std::vector<std::string> keys;  // kObject: the members' names, in file order (duplicates refused)
 
   bool is(Kind k) const { return kind == k; }
   const Value* get(const std::string& key) const;  // kObject member, or null

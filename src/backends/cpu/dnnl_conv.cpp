@@ -89,6 +89,7 @@ bool winograd_enabled() {
 struct ConvPick {
   dnnl::algorithm alg = dnnl::algorithm::convolution_auto;
   std::string note;  // appended to the implementation name: "[winograd: 1.2 ms of: ...]"
+  std::optional<dnnl::convolution_forward::primitive_desc> pd;  // made already for alg, if any
 };
 
 std::string dims_str(const Dims& d) {
@@ -203,6 +204,7 @@ ConvPick pick_algorithm(const StepRequest& req, const ConvPlan& p, bool four, Fo
   // "direct" is oneDNN's direct algorithm where it was chosen over Winograd (timed or forced);
   // else convolution_auto, as before the search (the same kernels for shapes without Winograd).
   auto use = [&](const std::string& n, bool chosen) {
+    if (n == "winograd") pick.pd = wino;
     pick.alg = n == "winograd" ? algorithm::convolution_winograd
                : chosen        ? algorithm::convolution_direct
                                : algorithm::convolution_auto;
@@ -300,12 +302,15 @@ std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req) {
                  ls, ld, [&](Format a, Format b) { return make_pd(a, b, residual).impl_info_str(); }, pointwise)
            : std::pair<Format, Format>{ls, ld};
   convolution_forward::primitive_desc pd = make_pd(cs, cd, residual);
-  const ConvPick pick = pick_algorithm(req, p, four, cs, cd, [&](algorithm a) {
+  ConvPick pick = pick_algorithm(req, p, four, cs, cd, [&](algorithm a) {
     alg = a;
     return make_pd(cs, cd, residual);
   });
   alg = pick.alg;
-  pd = make_pd(cs, cd, residual);
+  if (pick.pd)
+    pd = *pick.pd;
+  else if (alg != algorithm::convolution_auto)
+    pd = make_pd(cs, cd, residual);
 
   auto k = std::make_unique<DnnlKernel>(p.has_z || !p.act.empty() ? "dnnl fused conv" : "dnnl conv");
   k->set_impl(pd.impl_info_str() + std::string(cs != ls || cd != ld ? " (via reorders)" : "") + pick.note);
