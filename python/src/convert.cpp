@@ -70,7 +70,7 @@ std::string dtype_str(nb::dlpack::dtype d) {
   return c + std::to_string(d.bits) + (d.lanes != 1 ? "x" + std::to_string(d.lanes) : "");
 }
 
-std::string type_name(nb::handle obj) { return nb::type_name(obj.type()).c_str(); }
+std::string py_type_name(nb::handle obj) { return nb::type_name(obj.type()).c_str(); }
 
 // Row-major with these strides (elements)? Dims of size 1 may have any stride.
 bool c_contiguous(const nb::ndarray<nb::ro>& a) {
@@ -143,7 +143,7 @@ nb::ndarray<nb::ro> import_array(nb::handle obj, const std::string& what) {
   if (!nb::try_cast(obj, a, false))
     raise_error(StatusCode::kInvalidInput,
                 what + "expected a numpy.ndarray or an object with __dlpack__ (PyTorch, CuPy, JAX), found " +
-                    type_name(obj));
+                    py_type_name(obj));
   return a;
 }
 
@@ -234,7 +234,7 @@ Feed to_output(nb::handle obj, const std::string& name, DataType expect, Device 
     if (nb::try_cast(obj, ro, false))
       raise_error(StatusCode::kInvalidInput, what + "the bound buffer is read-only");
     raise_error(StatusCode::kInvalidInput,
-                what + "expected a writable numpy.ndarray or an object with __dlpack__, found " + type_name(obj));
+                what + "expected a writable numpy.ndarray or an object with __dlpack__, found " + py_type_name(obj));
   }
   Feed f;
   f.array = nb::ndarray<nb::ro>(w);
@@ -270,11 +270,11 @@ nb::object to_python(Tensor&& t, bool dlpack, const std::string& name) {
   std::vector<size_t> shape(t.dims().begin(), t.dims().end());
   const int dev_type = t.device().is_cpu() ? kDlCpu : gpu_dlpack_device();
   const int dev_id = t.device().is_cpu() ? 0 : t.device().index;
-  static alignas(64) uint8_t empty_data[64];  // a valid pointer for zero-size outputs
+  alignas(64) static uint8_t empty_data[64];  // a valid pointer for zero-size outputs
   auto* held = new Tensor(std::move(t));
   nb::capsule owner(held, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
   void* data = held->data() ? held->data() : empty_data;
-  if (dlpack) return nb::ndarray<>(data, shape.size(), shape.data(), owner, nullptr, dt, dev_type, dev_id).cast();
+  if (dlpack) return nb::ndarray<nb::array_api>(data, shape.size(), shape.data(), owner, nullptr, dt, dev_type, dev_id).cast();
   return nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr, dt, dev_type, dev_id).cast();
 }
 

@@ -427,8 +427,8 @@ NB_MODULE(_infera, m) {
       .def("allocated_bytes", &PySession::allocated_bytes)
       .def("cached_plan_count", &PySession::cached_plan_count)
       .def("prepare", &PySession::prepare)
-      .def("run", &PySession::run, nb::arg("names").none(), nb::arg("feeds"), nb::arg("dlpack") = false,
+      .def("run", &PySession::run, nb::arg("names").none(), nb::arg("feeds").none(), nb::arg("dlpack") = false,
            nb::arg("profile").none() = nb::none())
-      .def("run_bound", &PySession::run_bound, nb::arg("feeds"), nb::arg("bound"), nb::arg("dlpack") = false)
+      .def("run_bound", &PySession::run_bound, nb::arg("feeds").none(), nb::arg("bound"), nb::arg("dlpack") = false)
       .def("probe_feed", &PySession::probe_feed);
 }
