@@ -18,28 +18,27 @@ DataType from_dlpack(nb::dlpack::dtype d) {
   const auto code = static_cast<C>(d.code);
   switch (d.bits) {
     case 8:
-      return code == C::Int ? DataType::kInt8
+      return code == C::Int    ? DataType::kInt8
              : code == C::UInt ? DataType::kUInt8
              : code == C::Bool ? DataType::kBool
                                : DataType::kUndefined;
     case 16:
-      return code == C::Int ? DataType::kInt16
-             : code == C::UInt ? DataType::kUInt16
-             : code == C::Float ? DataType::kFloat16
+      return code == C::Int      ? DataType::kInt16
+             : code == C::UInt   ? DataType::kUInt16
+             : code == C::Float  ? DataType::kFloat16
              : code == C::Bfloat ? DataType::kBFloat16
                                  : DataType::kUndefined;
     case 32:
-      return code == C::Int ? DataType::kInt32
-             : code == C::UInt ? DataType::kUInt32
+      return code == C::Int     ? DataType::kInt32
+             : code == C::UInt  ? DataType::kUInt32
              : code == C::Float ? DataType::kFloat32
                                 : DataType::kUndefined;
     case 64:
-      return code == C::Int ? DataType::kInt64
-             : code == C::UInt ? DataType::kUInt64
+      return code == C::Int     ? DataType::kInt64
+             : code == C::UInt  ? DataType::kUInt64
              : code == C::Float ? DataType::kFloat64
                                 : DataType::kUndefined;
-    default:
-      return DataType::kUndefined;
+    default: return DataType::kUndefined;
   }
 }
 
@@ -184,7 +183,8 @@ Feed to_feed(nb::handle obj, const std::string& name, DataType expect, Device de
   const nb::ndarray<nb::ro>& a = f.array;
   const DataType dt = from_dlpack(a.dtype());
   if (dt == DataType::kUndefined)
-    raise_error(StatusCode::kInvalidInput, what + "dtype " + dtype_str(a.dtype()) + " is not a tensor type infera reads");
+    raise_error(StatusCode::kInvalidInput,
+                what + "dtype " + dtype_str(a.dtype()) + " is not a tensor type infera reads");
   if (expect != DataType::kUndefined && dt != expect)
     raise_error(StatusCode::kInvalidInput, what + "expected dtype " + dtype_name(expect) + " (" +
                                                ort_type_name(expect) + "), found " + dtype_name(dt) +
@@ -209,7 +209,7 @@ Feed to_feed(nb::handle obj, const std::string& name, DataType expect, Device de
     gather(static_cast<const uint8_t*>(a.data()), static_cast<uint8_t*>(host.data()), dims, a.stride_ptr(), item);
   } else if (plain) {  // contiguous on another device than the session's: one copy to the host
     check_status(copy_tensor(Tensor::view(dt, dims, data, on), host), what);
-  } else {  // strided device memory: the span it covers comes to the host, then it is gathered there
+  } else {                   // strided device memory: the span it covers comes to the host, then it is gathered there
     int64_t lo = 0, hi = 0;  // element offsets of the lowest and highest element from data
     for (size_t i = 0; i < a.ndim(); ++i) {
       const int64_t reach = (dims[i] - 1) * a.stride(i);
@@ -231,8 +231,7 @@ Feed to_output(nb::handle obj, const std::string& name, DataType expect, Device 
   nb::ndarray<> w;
   if (!nb::try_cast(obj, w, false)) {
     nb::ndarray<nb::ro> ro;
-    if (nb::try_cast(obj, ro, false))
-      raise_error(StatusCode::kInvalidInput, what + "the bound buffer is read-only");
+    if (nb::try_cast(obj, ro, false)) raise_error(StatusCode::kInvalidInput, what + "the bound buffer is read-only");
     raise_error(StatusCode::kInvalidInput,
                 what + "expected a writable numpy.ndarray or an object with __dlpack__, found " + py_type_name(obj));
   }
@@ -248,8 +247,9 @@ Feed to_output(nb::handle obj, const std::string& name, DataType expect, Device 
     raise_error(StatusCode::kInvalidInput,
                 what + "the bound buffer is on " + on.str() + "; this session runs on " + device.str());
   if (!c_contiguous(a) || reinterpret_cast<uintptr_t>(a.data()) % dtype_size(dt) != 0)
-    raise_error(StatusCode::kInvalidInput, what + "the bound buffer must be C-contiguous and aligned (it is written "
-                                                  "in place; use numpy.empty(shape, dtype))");
+    raise_error(StatusCode::kInvalidInput, what +
+                                               "the bound buffer must be C-contiguous and aligned (it is written "
+                                               "in place; use numpy.empty(shape, dtype))");
   std::vector<int64_t> dims(a.ndim());
   for (size_t i = 0; i < a.ndim(); ++i) dims[i] = static_cast<int64_t>(a.shape(i));
   f.tensor = Tensor::view(dt, dims, const_cast<void*>(a.data()), on);
@@ -274,7 +274,8 @@ nb::object to_python(Tensor&& t, bool dlpack, const std::string& name) {
   auto* held = new Tensor(std::move(t));
   nb::capsule owner(held, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
   void* data = held->data() ? held->data() : empty_data;
-  if (dlpack) return nb::ndarray<nb::array_api>(data, shape.size(), shape.data(), owner, nullptr, dt, dev_type, dev_id).cast();
+  if (dlpack)
+    return nb::ndarray<nb::array_api>(data, shape.size(), shape.data(), owner, nullptr, dt, dev_type, dev_id).cast();
   return nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr, dt, dev_type, dev_id).cast();
 }
 

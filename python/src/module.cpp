@@ -227,8 +227,8 @@ class PySession {
     }
     for (nb::handle n : names) {
       if (!nb::isinstance<nb::str>(n))
-        raise_error(StatusCode::kInvalidInput, std::string("output_names: expected str, found ") +
-                                                   nb::type_name(n.type()).c_str());
+        raise_error(StatusCode::kInvalidInput,
+                    std::string("output_names: expected str, found ") + nb::type_name(n.type()).c_str());
       std::string name = nb::cast<std::string>(n);
       auto f = out_index_.find(name);
       if (f == out_index_.end()) {
@@ -243,14 +243,14 @@ class PySession {
 
   std::map<std::string, Tensor> convert_feeds(nb::handle feeds, std::vector<Feed>& held) const {
     if (!PyDict_Check(feeds.ptr()))
-      raise_error(StatusCode::kInvalidInput, std::string("input_feed must be a dict {name: array}, found ") +
-                                                 nb::type_name(feeds.type()).c_str());
+      raise_error(StatusCode::kInvalidInput,
+                  std::string("input_feed must be a dict {name: array}, found ") + nb::type_name(feeds.type()).c_str());
     std::map<std::string, Tensor> in;
     held.reserve(PyDict_Size(feeds.ptr()));
     for (auto [k, v] : nb::borrow<nb::dict>(feeds)) {
       if (!nb::isinstance<nb::str>(k))
-        raise_error(StatusCode::kInvalidInput, std::string("input_feed keys must be input names (str), found ") +
-                                                   nb::type_name(k.type()).c_str());
+        raise_error(StatusCode::kInvalidInput,
+                    std::string("input_feed keys must be input names (str), found ") + nb::type_name(k.type()).c_str());
       std::string name = nb::cast<std::string>(k);
       auto it = in_index_.find(name);  // unknown names: Session::run names them and the model's inputs
       held.push_back(to_feed(v, name, it == in_index_.end() ? DataType::kUndefined : it->second, device_));
@@ -293,10 +293,10 @@ class PySession {
   Device device_;
 };
 
-PySession load(nb::handle model, const std::string& model_dir, const std::string& device,
-               const std::string& precision, const std::vector<std::string>& backends, int num_threads,
-               bool optimize, int max_cached_plans, int max_run_contexts, bool allow_tf32, bool vendor_libraries,
-               const std::string& gpu_graphs, int verbose) {
+PySession load(nb::handle model, const std::string& model_dir, const std::string& device, const std::string& precision,
+               const std::vector<std::string>& backends, int num_threads, bool optimize, int max_cached_plans,
+               int max_run_contexts, bool allow_tf32, bool vendor_libraries, const std::string& gpu_graphs,
+               int verbose) {
   SessionOptions o;
   auto dev = Device::parse(device);
   if (!dev.is_ok()) raise_status(dev.status());
@@ -331,8 +331,8 @@ PySession load(nb::handle model, const std::string& model_dir, const std::string
     nb::gil_scoped_release unlocked;
     r = Session::load(path, o);
   } else {
-    raise_error(StatusCode::kInvalidInput,
-                std::string("path_or_bytes must be a str, os.PathLike or bytes, found ") + nb::type_name(model.type()).c_str());
+    raise_error(StatusCode::kInvalidInput, std::string("path_or_bytes must be a str, os.PathLike or bytes, found ") +
+                                               nb::type_name(model.type()).c_str());
   }
   if (!r.is_ok()) raise_status(r.status());
   return PySession(std::shared_ptr<Session>(r.take()));
