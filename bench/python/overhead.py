@@ -52,7 +52,7 @@ def cli_p50_us(path, threads, iterations):
                        capture_output=True, text=True)
     if p.returncode != 0:
         return None
-    m = re.search(r'"p50_ms"\s*:\s*([0-9.eE+-]+)', p.stdout)
+    m = re.search(r'"latency_ms_p50": *([0-9.eE+-]+)', p.stdout)
     return float(m.group(1)) * 1e3 if m else None
 
 
