@@ -225,7 +225,7 @@ class PySession {
       raise_error(StatusCode::kInvalidInput, std::string("output_names must be a list of names or None, found ") +
                                                  nb::type_name(names.type()).c_str());
     }
-    for (nb::handle n : names) {
+    for (nb::handle n : names) {  // an empty list means all, as in ORT
       if (!nb::isinstance<nb::str>(n))
         raise_error(StatusCode::kInvalidInput,
                     std::string("output_names: expected str, found ") + nb::type_name(n.type()).c_str());
@@ -238,6 +238,8 @@ class PySession {
       }
       pick.push_back(f->second);
     }
+    if (pick.empty())
+      for (size_t i = 0; i < out_index_.size(); ++i) pick.push_back(i);
     return pick;
   }
 

@@ -181,3 +181,25 @@ def test_gpu_dlpack_zero_copy(tiny_path):
     np.testing.assert_allclose(t.cpu().numpy(), want, rtol=1e-4, atol=1e-5)
     nc = x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
     np.testing.assert_allclose(s.run(None, {"input": nc})[0], want, rtol=1e-4, atol=1e-5)
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_no_leak_of_outputs_or_copies(tmp_path):
+    # 600 KB per output and per copied input: 300 leaked runs would be ~350 MB.
+    s = infera.InferenceSession(tiny_models.save(tiny_models.typed_identity(onnx.TensorProto.FLOAT, (1, 3, 224, 224)),
+                                                 tmp_path / "id.onnx"))
+    x = rand(1, 3, 224, 224)
+    strided = np.asfortranarray(x)
+    for _ in range(50):
+        s.run(None, {"x": x})
+    before = rss_bytes()
+    for _ in range(100):
+        s.run(None, {"x": x})
+        s.run(None, {"x": strided})
+        s.run_with_dlpack(None, {"x": x})
+    grown = rss_bytes() - before
+    assert grown < 64 << 20, "RSS grew by %.1f MiB over 300 runs" % (grown / 2**20)
