@@ -41,3 +41,9 @@ def cli_path():
     """The path of the bundled `infera` command-line tool (python -m infera runs it)."""
     import os
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "infera")
+
+
+for _cls in (InferenceSession, IoBinding, ModelMetadata, NodeArg, StepTiming, SessionOptions, RunOptions,
+             GraphOptimizationLevel, ExecutionMode):
+    _cls.__module__ = "infera"  # help() and reprs name the public module
+del _cls
