@@ -1,6 +1,7 @@
 #!/bin/bash
 # Installs what infera needs to build, test and benchmark on Debian 12: apt packages, then the PyPI
-# packages (onnxruntime, onnx, numpy) for the Python that the test scripts run as `python3`.
+# packages (onnxruntime, onnx, numpy; nanobind, scikit-build-core, pytest for the Python package)
+# for the Python that the test scripts run as `python3`.
 # Idempotent and quiet: does nothing but check when all is installed. Logs to ${TMPDIR:-/tmp}.
 #
 # Two Pythons, on purpose: Debian's /usr/bin/python3 has python3-torch 1.13 (exports the test models)
@@ -34,8 +35,11 @@ APT_PACKAGES=(
   hipcc libamdhip64-dev rocm-device-libs
 )
 # Pinned: the conformance suite generates node tests from this onnx wheel, and a newer one brings
-# newer opsets; the benchmark records the ORT version it ran against.
-PIP_PACKAGES=(onnxruntime==1.32.0 onnx==1.23.2 numpy==2.4.6)
+# newer opsets; the benchmark records the ORT version it ran against. nanobind, scikit-build-core
+# and pytest build and test the Python package (python/, tests/python). PyTorch is not installed
+# here: PyPI's wheel brings the CUDA libraries (gigabytes); the DLPack tests use NumPy's own
+# __dlpack__ and Debian's python3-torch (in /usr/bin/python3, run as a subprocess).
+PIP_PACKAGES=(onnxruntime==1.32.0 onnx==1.23.2 numpy==2.4.6 nanobind==3.1.0 scikit-build-core==1.1.2 pytest==9.2.0)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -66,7 +70,7 @@ if [ -z "$py" ] || [ "$(readlink -f "$py")" = "$(readlink -f /usr/bin/python3)" 
   fi
   py=.venv/bin/python
 fi
-if [ -n "$upgrade" ] || ! "$py" -c "import onnxruntime, onnx, numpy" >/dev/null 2>&1; then
+if [ -n "$upgrade" ] || ! "$py" -c "import onnxruntime, onnx, numpy, nanobind, scikit_build_core, pytest" >/dev/null 2>&1; then
   echo "setup: pip install ${PIP_PACKAGES[*]} into $py"
   "$py" -m pip install -q --disable-pip-version-check $upgrade "${PIP_PACKAGES[@]}" >>"$log" 2>&1 \
     || fail "pip install failed"

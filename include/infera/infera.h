@@ -279,6 +279,13 @@ struct PassReport {
   size_t nodes_after = 0;
 };
 
+// The ModelProto's own description of itself (as written; empty/0 where the file has none).
+struct ModelMetadata {
+  std::string producer_name, producer_version, graph_name, domain, description, graph_description;
+  int64_t model_version = 0;
+  std::map<std::string, std::string> metadata_props;
+};
+
 struct ModelSummary {
   int64_t ir_version = 0;
   int64_t opset = 0;
@@ -289,6 +296,7 @@ struct ModelSummary {
   std::map<std::string, int> op_histogram_optimized;  // after the passes
   int64_t parameter_count = 0;                        // elements in float initializers
   std::vector<PassReport> passes;
+  ModelMetadata metadata;
 };
 
 // One step of a plan: a node run by a backend, or a copy/reorder/cast the planner inserted.

@@ -102,6 +102,7 @@ class Graph {
   int64_t ir_version = 0;
   int64_t opset = 0;  // default-domain opset
   std::string producer;
+  ModelMetadata metadata;
   std::string source;  // file name for messages
 
   int add_value(const std::string& name, DataType dtype = DataType::kUndefined, Shape shape = {});

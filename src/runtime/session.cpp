@@ -165,6 +165,7 @@ Status SessionImpl::init(Graph g, const SessionOptions& o) {
   summary.ir_version = g.ir_version;
   summary.opset = g.opset;
   summary.producer = g.producer;
+  summary.metadata = g.metadata;
   summary.node_count_original = g.nodes.size();
   for (const Node& n : g.nodes) summary.op_histogram[op_key(n)]++;
   for (const Value& v : g.values)

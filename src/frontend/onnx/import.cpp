@@ -329,6 +329,15 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
     return Status::error(source + ": default-domain opset " + std::to_string(g.opset) + " is not supported (expected " +
                          std::to_string(kMinOpset) + ".." + std::to_string(kMaxOpset) + ")");
   const onnx::GraphProto& gp = mp.graph();
+  ModelMetadata& md = g.metadata;
+  md.producer_name = mp.producer_name();
+  md.producer_version = mp.producer_version();
+  md.graph_name = gp.name();
+  md.domain = mp.domain();
+  md.description = mp.doc_string();
+  md.graph_description = gp.doc_string();
+  md.model_version = mp.model_version();
+  for (const auto& kv : mp.metadata_props()) g.metadata.metadata_props[kv.key()] = kv.value();
   const std::pair<const char*, int> counts[] = {{"nodes", gp.node_size()},
                                                 {"initializers", gp.initializer_size()},
                                                 {"graph inputs", gp.input_size()},

@@ -1,0 +1,436 @@
+// infera._infera: the Python extension over the public C++ API (include/infera/infera.h) only.
+// The ONNX Runtime-shaped surface (InferenceSession, SessionOptions, providers, IoBinding) is
+// Python (python/infera/_session.py); this file is its hot path: feeds -> tensors, one
+// Session::run with the GIL released, outputs -> arrays that own the result (no copy).
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "convert.h"
+
+namespace infera::py {
+
+namespace {
+
+// The exception types, by StatusCode (kOk unused); created once at import.
+PyObject* g_errors[8] = {};
+
+PyObject* error_type(StatusCode c) {
+  const int i = static_cast<int>(c);
+  return i > 0 && i < 8 && g_errors[i] ? g_errors[i] : g_errors[0];
+}
+
+std::string dims_str(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+nb::list io_list(const std::vector<IoInfo>& ios) {
+  nb::list out;
+  for (const IoInfo& io : ios) {
+    nb::object shape = nb::none();
+    if (io.rank_known) {
+      nb::list dims;
+      for (const IoDim& d : io.dims) {
+        if (d.value >= 0)
+          dims.append(d.value);
+        else if (!d.symbol.empty())
+          dims.append(d.symbol);
+        else
+          dims.append(nb::none());
+      }
+      shape = dims;
+    }
+    out.append(nb::make_tuple(io.name, ort_type_name(io.dtype), shape, dtype_name(io.dtype)));
+  }
+  return out;
+}
+
+nb::dict report_dict(const PlanReport& r) {
+  nb::dict d;
+  d["arena_bytes"] = r.arena_bytes;
+  d["weight_bytes"] = r.weight_bytes;
+  d["scratch_bytes"] = r.scratch_bytes;
+  d["steps"] = r.steps;
+  d["accelerated_steps"] = r.accelerated_steps;
+  d["steps_per_backend"] = r.steps_per_backend;
+  d["build_ms"] = r.build_ms;
+  d["flops"] = r.flops;
+  d["output_dims"] = r.output_dims;
+  return d;
+}
+
+class PySession {
+ public:
+  PySession(std::shared_ptr<Session> s) : s_(std::move(s)) {
+    for (const IoInfo& io : s_->inputs()) in_index_[io.name] = io.dtype;
+    for (size_t i = 0; i < s_->outputs().size(); ++i) out_index_[s_->outputs()[i].name] = i;
+    device_ = s_->options().device;
+  }
+
+  std::shared_ptr<Session> get() const {
+    if (!s_) raise_error(StatusCode::kInvalidInput, "this InferenceSession is closed");
+    return s_;
+  }
+  void close() { s_.reset(); }
+  bool closed() const { return !s_; }
+  nb::list inputs() const { return io_list(get()->inputs()); }
+  nb::list outputs() const { return io_list(get()->outputs()); }
+  std::string device() const { return device_.str(); }
+
+  nb::dict summary() const {
+    const ModelSummary& m = get()->summary();
+    nb::dict d;
+    d["ir_version"] = m.ir_version;
+    d["opset"] = m.opset;
+    d["producer"] = m.producer;
+    d["node_count"] = m.node_count;
+    d["node_count_original"] = m.node_count_original;
+    d["parameter_count"] = m.parameter_count;
+    d["op_histogram"] = m.op_histogram;
+    const ModelMetadata& md = m.metadata;
+    d["producer_name"] = md.producer_name;
+    d["producer_version"] = md.producer_version;
+    d["graph_name"] = md.graph_name;
+    d["domain"] = md.domain;
+    d["description"] = md.description;
+    d["graph_description"] = md.graph_description;
+    d["version"] = md.model_version;
+    d["custom_metadata_map"] = md.metadata_props;
+    return d;
+  }
+
+  size_t allocated_bytes() const { return get()->allocated_bytes(); }
+  size_t cached_plan_count() const { return get()->cached_plan_count(); }
+
+  nb::dict prepare(const std::map<std::string, std::vector<int64_t>>& shapes) {
+    auto s = get();
+    Result<PlanReport> r = PlanReport{};
+    {
+      nb::gil_scoped_release unlocked;
+      r = s->prepare(shapes);
+    }
+    if (!r.is_ok()) raise_status(r.status());
+    return report_dict(r.value());
+  }
+
+  // run(None | [names], {name: array}, dlpack, profile): the selected outputs in order.
+  // `profile` (a list or None) receives (node, op, backend, ms) per executed step.
+  nb::list run(nb::handle names, nb::handle feeds, bool dlpack, nb::handle profile) {
+    auto s = get();
+    std::vector<size_t> pick = select(names);
+    std::vector<Feed> held;
+    std::map<std::string, Tensor> in = convert_feeds(feeds, held);
+    const bool want_profile = !profile.is_none();
+    // GPU outputs stay on the device for DLPack consumers; profiles need caller outputs.
+    const bool preallocate = want_profile || (dlpack && device_.is_gpu());
+    std::vector<Tensor> out;
+    std::vector<StepTiming> steps;
+    Status st;
+    {
+      nb::gil_scoped_release unlocked;
+      if (preallocate) {
+        st = allocate(*s, in, out, dlpack ? device_ : Device::cpu());
+        if (st.is_ok()) {
+          RunOptions ro;
+          if (want_profile) ro.profile = &steps;
+          st = s->run(in, out, ro);
+        }
+      } else {
+        auto r = s->run(in);
+        if (r.is_ok())
+          out = r.take();
+        else
+          st = r.status();
+      }
+    }
+    held.clear();
+    if (!st.is_ok()) raise_status(st);
+    if (want_profile) {
+      nb::list p = nb::borrow<nb::list>(profile);
+      for (const StepTiming& t : steps) p.append(nb::make_tuple(t.node, t.op, t.backend, t.ms));
+    }
+    nb::list result;
+    for (size_t i : pick) result.append(to_python(std::move(out[i]), dlpack, s->outputs()[i].name));
+    return result;
+  }
+
+  // IoBinding: `bound` has one entry per model output, a writable array (written in place) or
+  // None (allocated here). Returns every output: the bound objects themselves where given.
+  nb::list run_bound(nb::handle feeds, nb::list bound, bool dlpack) {
+    auto s = get();
+    const auto& outs = s->outputs();
+    if (bound.size() != outs.size())
+      raise_error(StatusCode::kInvalidInput, "run_bound: " + std::to_string(bound.size()) +
+                                                 " output slots given, the model has " + std::to_string(outs.size()));
+    std::vector<Feed> held;
+    std::map<std::string, Tensor> in = convert_feeds(feeds, held);
+    std::vector<Feed> bound_feeds(outs.size());
+    for (size_t i = 0; i < outs.size(); ++i)
+      if (!bound[i].is_none()) bound_feeds[i] = to_output(bound[i], outs[i].name, outs[i].dtype, device_);
+    std::vector<Tensor> out;
+    Status st;
+    {
+      nb::gil_scoped_release unlocked;
+      st = allocate(*s, in, out, dlpack ? device_ : Device::cpu());
+      for (size_t i = 0; st.is_ok() && i < outs.size(); ++i) {
+        if (bound_feeds[i].tensor.empty()) continue;
+        if (bound_feeds[i].tensor.dims() != out[i].dims())
+          st = Status::error(StatusCode::kInvalidInput, "output '" + outs[i].name + "': the bound buffer has shape " +
+                                                            dims_str(bound_feeds[i].tensor.dims()) +
+                                                            ", this run writes " + dims_str(out[i].dims()));
+        else
+          out[i] = bound_feeds[i].tensor;
+      }
+      if (st.is_ok()) st = s->run(in, out);
+    }
+    held.clear();
+    if (!st.is_ok()) raise_status(st);
+    nb::list result;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (!bound[i].is_none())
+        result.append(bound[i]);
+      else
+        result.append(to_python(std::move(out[i]), dlpack, outs[i].name));
+    }
+    return result;
+  }
+
+  // For tests: the data pointer the session would read for this feed, and whether it was copied.
+  nb::tuple probe_feed(const std::string& name, nb::handle value) {
+    auto it = in_index_.find(name);
+    Feed f = to_feed(value, name, it == in_index_.end() ? DataType::kUndefined : it->second, device_);
+    return nb::make_tuple(reinterpret_cast<uintptr_t>(f.tensor.data()), f.copied);
+  }
+
+ private:
+  std::vector<size_t> select(nb::handle names) const {
+    std::vector<size_t> pick;
+    if (names.is_none()) {
+      for (size_t i = 0; i < out_index_.size(); ++i) pick.push_back(i);
+      return pick;
+    }
+    if (nb::isinstance<nb::str>(names))
+      raise_error(StatusCode::kInvalidInput, "output_names must be a list of names or None, found a str");
+    nb::object it = nb::steal(PyObject_GetIter(names.ptr()));
+    if (!it.is_valid()) {
+      PyErr_Clear();
+      raise_error(StatusCode::kInvalidInput, std::string("output_names must be a list of names or None, found ") +
+                                                 nb::type_name(names.type()).c_str());
+    }
+    for (nb::handle n : names) {  // an empty list means all, as in ORT
+      if (!nb::isinstance<nb::str>(n))
+        raise_error(StatusCode::kInvalidInput,
+                    std::string("output_names: expected str, found ") + nb::type_name(n.type()).c_str());
+      std::string name = nb::cast<std::string>(n);
+      auto f = out_index_.find(name);
+      if (f == out_index_.end()) {
+        std::string known;
+        for (const IoInfo& o : s_->outputs()) known += (known.empty() ? "'" : ", '") + o.name + "'";
+        raise_error(StatusCode::kInvalidInput, "unknown output '" + name + "' (model outputs: " + known + ")");
+      }
+      pick.push_back(f->second);
+    }
+    if (pick.empty())
+      for (size_t i = 0; i < out_index_.size(); ++i) pick.push_back(i);
+    return pick;
+  }
+
+  std::map<std::string, Tensor> convert_feeds(nb::handle feeds, std::vector<Feed>& held) const {
+    if (!PyDict_Check(feeds.ptr()))
+      raise_error(StatusCode::kInvalidInput,
+                  std::string("input_feed must be a dict {name: array}, found ") + nb::type_name(feeds.type()).c_str());
+    std::map<std::string, Tensor> in;
+    held.reserve(PyDict_Size(feeds.ptr()));
+    for (auto [k, v] : nb::borrow<nb::dict>(feeds)) {
+      if (!nb::isinstance<nb::str>(k))
+        raise_error(StatusCode::kInvalidInput,
+                    std::string("input_feed keys must be input names (str), found ") + nb::type_name(k.type()).c_str());
+      std::string name = nb::cast<std::string>(k);
+      auto it = in_index_.find(name);  // unknown names: Session::run names them and the model's inputs
+      held.push_back(to_feed(v, name, it == in_index_.end() ? DataType::kUndefined : it->second, device_));
+      in.emplace(name, held.back().tensor);
+    }
+    return in;
+  }
+
+  // Outputs of this input shape on `on`, from the plan's output dims (prepare: cached).
+  static Status allocate(Session& s, const std::map<std::string, Tensor>& in, std::vector<Tensor>& out, Device on) {
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (auto& [name, t] : in) shapes[name] = t.dims();
+    for (const IoInfo& io : s.inputs())
+      if (!shapes.count(io.name)) return Status::error(StatusCode::kInvalidInput, "missing input '" + io.name + "'");
+    for (auto& [name, t] : in) {
+      bool known = false;
+      for (const IoInfo& io : s.inputs()) known = known || io.name == name;
+      if (!known) return Status::error(StatusCode::kInvalidInput, "unknown input '" + name + "'");
+    }
+    auto r = s.prepare(shapes);
+    if (!r.is_ok()) return r.status();
+    out.clear();
+    for (size_t i = 0; i < r.value().output_dims.size(); ++i) {
+      const auto& dims = r.value().output_dims[i];
+      for (int64_t d : dims)
+        if (d < 0)
+          return Status::error(StatusCode::kUnsupported, "output '" + s.outputs()[i].name +
+                                                             "' has a data-dependent shape: it cannot be preallocated "
+                                                             "(run without profile / bound outputs)");
+      auto t = on.is_cpu() ? Tensor::make(s.outputs()[i].dtype, dims) : Tensor::make_on(on, s.outputs()[i].dtype, dims);
+      if (!t.is_ok()) return t.status().prefixed("output '" + s.outputs()[i].name + "': ");
+      out.push_back(t.take());
+    }
+    return Status::ok();
+  }
+
+  std::shared_ptr<Session> s_;
+  std::map<std::string, DataType> in_index_;
+  std::map<std::string, size_t> out_index_;
+  Device device_;
+};
+
+PySession load(nb::handle model, const std::string& model_dir, const std::string& device, const std::string& precision,
+               const std::vector<std::string>& backends, int num_threads, bool optimize, int max_cached_plans,
+               int max_run_contexts, bool allow_tf32, bool vendor_libraries, const std::string& gpu_graphs,
+               int verbose) {
+  SessionOptions o;
+  auto dev = Device::parse(device);
+  if (!dev.is_ok()) raise_status(dev.status());
+  o.device = dev.value();
+  auto prec = parse_precision(precision);
+  if (!prec.is_ok()) raise_status(prec.status());
+  o.precision = prec.value();
+  o.backends = backends;
+  o.num_threads = num_threads;
+  o.optimize = optimize;
+  o.max_cached_plans = max_cached_plans;
+  o.max_run_contexts = max_run_contexts;
+  o.allow_tf32 = allow_tf32;
+  o.vendor_libraries = vendor_libraries;
+  if (gpu_graphs == "auto")
+    o.gpu_graphs = SessionOptions::GraphMode::kAuto;
+  else if (gpu_graphs == "on")
+    o.gpu_graphs = SessionOptions::GraphMode::kOn;
+  else if (gpu_graphs == "off")
+    o.gpu_graphs = SessionOptions::GraphMode::kOff;
+  else
+    raise_error(StatusCode::kInvalidInput, "enable_graph must be None (auto), True or False");
+  o.verbose = verbose;
+  Result<std::unique_ptr<Session>> r = std::unique_ptr<Session>();
+  if (nb::isinstance<nb::bytes>(model)) {
+    nb::bytes b = nb::borrow<nb::bytes>(model);
+    std::string bytes(b.c_str(), b.size());
+    nb::gil_scoped_release unlocked;
+    r = Session::load_from_memory(bytes, model_dir, o);
+  } else if (nb::isinstance<nb::str>(model)) {
+    std::string path = nb::cast<std::string>(model);
+    nb::gil_scoped_release unlocked;
+    r = Session::load(path, o);
+  } else {
+    raise_error(StatusCode::kInvalidInput, std::string("path_or_bytes must be a str, os.PathLike or bytes, found ") +
+                                               nb::type_name(model.type()).c_str());
+  }
+  if (!r.is_ok()) raise_status(r.status());
+  return PySession(std::shared_ptr<Session>(r.take()));
+}
+
+nb::list backends_list() {
+  nb::list out;
+  for (const BackendInfo& b : available_backends()) {
+    nb::dict d;
+    d["name"] = b.name;
+    d["device"] = b.device;
+    d["available"] = b.available;
+    d["version"] = b.version;
+    d["details"] = b.details;
+    out.append(d);
+  }
+  return out;
+}
+
+void make_errors(nb::module_& m) {
+  struct Spec {
+    StatusCode code;
+    const char* name;
+    PyObject* extra_base;
+    const char* doc;
+  };
+  PyObject* base = PyErr_NewExceptionWithDoc("infera.InferaError",
+                                             "Base of infera's errors. `code` is the library's status code name "
+                                             "(\"invalid input\", ...); the message names what is wrong.",
+                                             PyExc_RuntimeError, nullptr);
+  g_errors[0] = base;
+  PyObject_SetAttrString(base, "code", nb::str("internal").ptr());
+  m.attr("InferaError") = nb::handle(base);
+  const Spec specs[] = {
+      {StatusCode::kInvalidModel, "InvalidModel", nullptr, "The model file is malformed or inconsistent."},
+      {StatusCode::kInvalidInput, "InvalidInput", PyExc_ValueError,
+       "An input, shape, dtype, name or option is wrong (also a ValueError)."},
+      {StatusCode::kUnsupported, "Unsupported", nullptr, "Valid, but not implemented here (op, precision, device)."},
+      {StatusCode::kOutOfMemory, "OutOfMemory", PyExc_MemoryError,
+       "Host or device memory (or a configured limit) exhausted (also a MemoryError)."},
+      {StatusCode::kDeviceError, "DeviceError", nullptr, "A device runtime or library call failed."},
+      {StatusCode::kIo, "IoError", nullptr, "A file could not be read or written."},
+      {StatusCode::kInternal, "InternalError", nullptr, "A bug in infera: please report it."},
+  };
+  for (const Spec& s : specs) {
+    PyObject* bases = s.extra_base ? PyTuple_Pack(2, base, s.extra_base) : PyTuple_Pack(1, base);
+    PyObject* t = PyErr_NewExceptionWithDoc((std::string("infera.") + s.name).c_str(), s.doc, bases, nullptr);
+    Py_DECREF(bases);
+    PyObject_SetAttrString(t, "code", nb::str(status_code_name(s.code)).ptr());
+    g_errors[static_cast<int>(s.code)] = t;
+    m.attr(s.name) = nb::handle(t);
+  }
+}
+
+}  // namespace
+
+void raise_error(StatusCode code, const std::string& msg) {
+  PyObject* text = PyUnicode_DecodeUTF8(msg.data(), static_cast<Py_ssize_t>(msg.size()), "replace");
+  PyErr_SetObject(error_type(code), text);
+  Py_XDECREF(text);
+  throw nb::python_error();
+}
+
+void raise_status(const Status& s) { raise_error(s.code(), s.message()); }
+
+}  // namespace infera::py
+
+NB_MODULE(_infera, m) {
+  using namespace infera::py;
+  m.doc() = "infera's C++ core (include/infera/infera.h); use the `infera` package.";
+  make_errors(m);
+  m.def("version", [] { return std::string(infera::version()); });
+  m.def("available_backends", &backends_list);
+  m.def("gpu_build", [] {
+#ifdef INFERA_PY_GPU
+    return std::string(INFERA_PY_GPU);
+#else
+    return std::string("off");
+#endif
+  });
+  m.def("load", &load, nb::arg("model"), nb::arg("model_dir"), nb::arg("device"), nb::arg("precision"),
+        nb::arg("backends"), nb::arg("num_threads"), nb::arg("optimize"), nb::arg("max_cached_plans"),
+        nb::arg("max_run_contexts"), nb::arg("allow_tf32"), nb::arg("vendor_libraries"), nb::arg("gpu_graphs"),
+        nb::arg("verbose"));
+  nb::class_<PySession>(m, "Session")
+      .def("inputs", &PySession::inputs)
+      .def("outputs", &PySession::outputs)
+      .def("summary", &PySession::summary)
+      .def("device", &PySession::device)
+      .def("close", &PySession::close)
+      .def_prop_ro("closed", &PySession::closed)
+      .def("allocated_bytes", &PySession::allocated_bytes)
+      .def("cached_plan_count", &PySession::cached_plan_count)
+      .def("prepare", &PySession::prepare)
+      .def("run", &PySession::run, nb::arg("names").none(), nb::arg("feeds").none(), nb::arg("dlpack") = false,
+           nb::arg("profile").none() = nb::none())
+      .def("run_bound", &PySession::run_bound, nb::arg("feeds").none(), nb::arg("bound"), nb::arg("dlpack") = false)
+      .def("probe_feed", &PySession::probe_feed);
+}
