@@ -11,6 +11,7 @@ when onnxruntime is missing. Malformed models/inputs are tests/badinput's job.
   cases_run.py     run and info: inputs, outputs, --shape/--batch, free and fixed dims, output files
   cases_bench.py   bench: configuration, rows, statistics, memory, JSON, --profile
   cases_check.py   check: every dtype compared, NaN, messages, data-file names, --skip-file, --json
+  cases_quant.py   int8: a quantize_static model vs ONNX Runtime
 """
 import argparse
 import os
@@ -23,6 +24,7 @@ from onnx import numpy_helper
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cases_bench  # noqa: E402
 import cases_check  # noqa: E402
+import cases_quant  # noqa: E402
 import cases_run  # noqa: E402
 import cases_usage  # noqa: E402
 from cli_util import RNG, Cli, doctor_case, save, small_model  # noqa: E402
@@ -54,6 +56,7 @@ def main():
     cases_run.add(c, ort, small, x1)
     cases_bench.add(c, small)
     cases_check.add(c, ort, x1)
+    cases_quant.add(c, ort)
     c.test("doctor: oneDNN, cores, ISA, GPU line", doctor_case(c))
 
     tmp.cleanup()
