@@ -134,7 +134,8 @@ static std::string suggestion(const std::string& bad, const CommandSpec& cmd) {
 // "run, bench": the commands that have option k, for a message that it does nothing here.
 static std::string other_commands_with(const std::string& k, const CommandSpec& cmd) {
   std::string r;
-  for (const CommandSpec* c : {&run_spec(), &bench_spec(), &info_spec(), &check_spec(), &doctor_spec()}) {
+  for (const CommandSpec* c :
+       {&run_spec(), &bench_spec(), &info_spec(), &check_spec(), &doctor_spec(), &quantize_spec(), &eval_spec()}) {
     if (c->name == cmd.name) continue;
     for (const OptSpec& o : c->options)
       if (o.name == k || o.alias == k) {
@@ -254,6 +255,8 @@ std::string overview_text() {
          "  info MODEL    inputs, outputs, op histogram, parameters, FLOPs, memory and plan for a shape\n"
          "  check DIR     run ONNX backend-test folders and compare with their expected outputs\n"
          "  doctor        this machine: CPU, ISA, cores, memory, backends, GPU\n"
+         "  quantize MODEL  int8 post-training quantization: calibrate, write a QDQ model\n"
+         "  eval MODEL    top-1/top-5 accuracy on labelled images (.npy), any precision\n"
          "\n"
          "  infera --version    the version\n"
          "\n"

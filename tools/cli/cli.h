@@ -151,10 +151,14 @@ int cmd_check(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_doctor(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
+int cmd_eval(int argc, char** argv);
 const CommandSpec& run_spec();
 const CommandSpec& check_spec();
 const CommandSpec& bench_spec();
 const CommandSpec& info_spec();
 const CommandSpec& doctor_spec();
+const CommandSpec& quantize_spec();
+const CommandSpec& eval_spec();
 
 }  // namespace infera::cli

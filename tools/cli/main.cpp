@@ -26,8 +26,10 @@ static int dispatch(int argc, char** argv) {
   if (cmd == "bench") return cmd_bench(argc, argv);
   if (cmd == "info") return cmd_info(argc, argv);
   if (cmd == "doctor") return cmd_doctor(argc, argv);
+  if (cmd == "quantize") return cmd_quantize(argc, argv);
+  if (cmd == "eval") return cmd_eval(argc, argv);
   if (!cmd.empty() && cmd[0] == '-') return usage("", "unknown option '" + cmd + "' before the command");
-  return usage("", "unknown command '" + cmd + "' (commands: run, bench, info, check, doctor)");
+  return usage("", "unknown command '" + cmd + "' (commands: run, bench, info, check, doctor, quantize, eval)");
 }
 
 int main(int argc, char** argv) {
