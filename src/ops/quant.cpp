@@ -281,6 +281,25 @@ class QuantizeLinearKernel : public OpKernel {
     if (!s.is_ok()) return s;
     const int64_t lo = quant_min(y.dtype), hi = quant_max(y.dtype);
     const int64_t n = x.numel();
+    if (x.dtype == DataType::kFloat32 && q.layout.per_tensor &&
+        (y.dtype == DataType::kInt8 || y.dtype == DataType::kUInt8)) {
+      // The hot case of int8 models (activations around float ops): typed, same arithmetic.
+      const float sc = q.scale[0];
+      const float zp = static_cast<float>(q.zp.empty() ? 0 : q.zp[0]);
+      const float* xp = x.ptr<float>();
+      parallel_for(n, n > 65536 ? ctx.num_threads : 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          float v = std::nearbyint(xp[i] / sc) + zp;
+          v = v < float(lo) ? float(lo) : v > float(hi) ? float(hi) : v;  // NaN stays NaN: stored as 0 below
+          const int64_t r = v == v ? static_cast<int64_t>(v) : 0;
+          if (y.dtype == DataType::kInt8)
+            y.ptr<int8_t>()[i] = static_cast<int8_t>(r);
+          else
+            y.ptr<uint8_t>()[i] = static_cast<uint8_t>(r);
+        }
+      });
+      return Status::ok();
+    }
     parallel_for(n, n > 65536 ? ctx.num_threads : 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const int64_t k = q.layout.index(i);
@@ -337,6 +356,19 @@ class DequantizeLinearKernel : public OpKernel {
     Status s = compute_qparams(ctx, axis_, block_, opset_ >= 13, x.dtype, q);
     if (!s.is_ok()) return s;
     const int64_t n = x.numel();
+    if (y.dtype == DataType::kFloat32 && q.layout.per_tensor &&
+        (x.dtype == DataType::kInt8 || x.dtype == DataType::kUInt8)) {
+      const float sc = q.scale[0];
+      const int32_t zp = static_cast<int32_t>(q.zp.empty() ? 0 : q.zp[0]);
+      float* yp = y.ptr<float>();
+      parallel_for(n, n > 65536 ? ctx.num_threads : 1, [&](int64_t b, int64_t e) {
+        if (x.dtype == DataType::kInt8)
+          for (int64_t i = b; i < e; ++i) yp[i] = static_cast<float>(int32_t(x.ptr<int8_t>()[i]) - zp) * sc;
+        else
+          for (int64_t i = b; i < e; ++i) yp[i] = static_cast<float>(int32_t(x.ptr<uint8_t>()[i]) - zp) * sc;
+      });
+      return Status::ok();
+    }
     parallel_for(n, n > 65536 ? ctx.num_threads : 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const int64_t k = q.layout.index(i);

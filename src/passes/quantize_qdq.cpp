@@ -187,7 +187,8 @@ bool fold_residual(Graph& g, rewrite::UseIndex& idx, int qi) {
   const int dqz = dq_per_tensor(g, other, zs, zz);
   if (dqz < 0) return false;
   const int z_q = g.nodes[dqz].inputs[0];
-  if (g.values[z_q].shape.str() != g.values[y_q].shape.str() || !g.values[z_q].shape.fully_known()) return false;
+  // Same dims (a symbolic batch matches by name): the residual is read element for element.
+  if (g.values[z_q].shape.str() != g.values[y_q].shape.str() || !g.values[z_q].shape.rank_known) return false;
   int relu, q;
   if (!quantized_tail(g, idx, an.outputs[0], relu, q, ys, yz)) return false;
   Node& n = g.nodes[qi];

@@ -396,6 +396,8 @@ class DnnlBackend : public Backend {
   }
 
   Result<std::unique_ptr<StepKernel>> create_convert(const ConvertRequest& req) const override {
+    if (req.value && (req.value->dtype == DataType::kInt8 || req.value->dtype == DataType::kUInt8))
+      return int8_convert(req);  // dnnl_qconv.cpp: int8 NCHW <-> NHWC
     const Format B = dnnl_blocked_format();
     if (!req.from_device.is_cpu() || !req.to_device.is_cpu() || !req.value || req.value->dtype != DataType::kFloat32 ||
         req.value->shape.rank() != 4 || !req.value->shape.fully_known())

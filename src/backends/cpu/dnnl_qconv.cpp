@@ -69,7 +69,11 @@ bool plan_qconv(const StepRequest& req, QConvPlan& p) {
   return true;
 }
 
-memory::desc nchw(const Dims& d, memory::data_type t) { return memory::desc(d, t, memory::format_tag::nchw); }
+// int8 activations in the planner's format: plain (NCHW) or channels-last, the layout oneDNN's int8
+// kernels compute in, so a chain of QConvs runs without reorders between them.
+memory::desc int8_md(const Dims& d, memory::data_type t, Format f) {
+  return memory::desc(d, t, f == Format::kNhwc ? memory::format_tag::nhwc : memory::format_tag::nchw);
+}
 
 }  // namespace
 
@@ -79,6 +83,11 @@ Support qconv_query(const StepRequest& req) {
     return Support::no("an int8 conv oneDNN does not take (rank, non-constant W, pads, residual dtype, activation)");
   Support s;
   s.ok = true;
+  const FormatSet both = kPlainOnly | format_bit(Format::kNhwc);
+  s.input_formats.assign(req.inputs.size(), kPlainOnly);
+  s.input_formats[0] = both;
+  if (p.has_z) s.input_formats[3] = both;
+  s.output_formats = {both};
   if (p.has_z) s.in_place.emplace_back(3, 0);
   return s;
 }
@@ -109,15 +118,16 @@ std::unique_ptr<DnnlKernel> qconv_create(const StepRequest& req) {
   convolution_forward::primitive_desc pd(d, user_scratchpad(attr), engine());
 
   auto k = std::make_unique<DnnlKernel>("dnnl int8 conv");
-  const bool via = pd.src_desc() != nchw(p.x, p.xt) || pd.dst_desc() != nchw(p.y, p.yt);
+  const memory::desc x_md = int8_md(p.x, p.xt, req.in_format(0)), y_md = int8_md(p.y, p.yt, req.out_format(0));
+  const bool via = pd.src_desc() != x_md || pd.dst_desc() != y_md;
   k->set_impl(pd.impl_info_str() + std::string(via ? " (via reorders)" : ""));
   const memory::format_tag wtag = p.group > 1 ? memory::format_tag::goihw : memory::format_tag::oihw;
   memory w_user(memory::desc(p.w, memory::data_type::s8, wtag), engine(),
                 const_cast<void*>(req.inputs[1]->value->data()));
   std::unordered_map<int, memory> args;
   args[DNNL_ARG_WEIGHTS] = reorder_owned(*k, w_user, pd.weights_desc());
-  args[DNNL_ARG_SRC] = input_as(*k, 0, nchw(p.x, p.xt), pd.src_desc());
-  OutputAs out = output_as(*k, 0, nchw(p.y, p.yt), pd.dst_desc());
+  args[DNNL_ARG_SRC] = input_as(*k, 0, x_md, pd.src_desc());
+  OutputAs out = output_as(*k, 0, y_md, pd.dst_desc());
   args[DNNL_ARG_DST] = out.compute;
   if (p.has_bias) args[DNNL_ARG_BIAS] = k->bind_input(2, b_md);
   auto zero_point = [&](int arg, int64_t v) {
@@ -130,7 +140,7 @@ std::unique_ptr<DnnlKernel> qconv_create(const StepRequest& req) {
   // The residual: in place when the planner gave Y Z's buffer and no reorder stands between;
   // else copied into the destination the convolution sums into.
   if (p.has_z && !(out.compute.get() == out.bound.get() && req.alias_of(0) == 3)) {
-    const memory::desc z_md = nchw(p.y, p.zt);
+    const memory::desc z_md = int8_md(p.y, p.zt, req.in_format(3));
     memory z = k->bind_input(3, z_md);
     k->add_step(
         dnnl::reorder(reorder::primitive_desc(engine(), z_md, engine(), out.compute.get_desc(), user_scratchpad())),
@@ -139,6 +149,25 @@ std::unique_ptr<DnnlKernel> qconv_create(const StepRequest& req) {
   k->add_step(convolution_forward(pd), args);
   out.finish(*k);
   return k;
+}
+
+std::unique_ptr<StepKernel> int8_convert(const ConvertRequest& req) {
+  const auto ok = [](Format f) { return f == Format::kPlain || f == Format::kNhwc; };
+  if (!req.from_device.is_cpu() || !req.to_device.is_cpu() || !req.value || req.value->shape.rank() != 4 ||
+      !req.value->shape.fully_known() || !ok(req.from) || !ok(req.to) || req.from == req.to)
+    return nullptr;
+  const Dims d = req.value->shape.concrete();
+  const memory::data_type t = dt_of(req.value->dtype);
+  try {
+    auto k = std::make_unique<DnnlKernel>("dnnl int8 reorder");
+    memory src = k->bind_input(0, int8_md(d, t, req.from)), dst = k->bind_output(0, int8_md(d, t, req.to));
+    dnnl::reorder::primitive_desc pd(engine(), src.get_desc(), engine(), dst.get_desc(), user_scratchpad());
+    k->set_impl(pd.impl_info_str());
+    k->add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
+    return k;
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
 }
 
 }  // namespace infera::cpu
