@@ -11,7 +11,8 @@ into the convs by the export) and DATA_OUT/{test_images,test_labels,calib_images
 
 The network: stem conv 3x3 1->16 + BN + ReLU, three stages of one basic residual block each (16, 32/2, 64/2
 channels; conv-BN-ReLU-conv-BN + identity or 1x1/2 projection, ReLU), global average pool, linear 64->10.
-Training: Adam lr 2e-3, cosine decay, batch 128, random horizontal flips, seed 0, CPU.
+Training: Adam, one-cycle lr up to 2e-3, batch 128, random horizontal flips, seed 0, CPU; --train-images N
+trains on N of the 60k (a fixed permutation), for a machine with little CPU to spare.
 """
 import argparse
 import gzip
@@ -76,11 +77,16 @@ def main():
     ap.add_argument("--data-out", required=True)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--train-images", type=int, default=60000, help="train on the first N of a fixed permutation")
     args = ap.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     xtr, ytr = norm(read_idx("train-images-idx3-ubyte.gz")), read_idx("train-labels-idx1-ubyte.gz")
     xte, yte = norm(read_idx("t10k-images-idx3-ubyte.gz")), read_idx("t10k-labels-idx1-ubyte.gz")
+    calib = np.random.default_rng(1).permutation(len(xtr))[:1000]
+    keep = np.random.default_rng(2).permutation(len(xtr))[:args.train_images]
+    xcal = xtr[calib]
+    xtr, ytr = xtr[keep], ytr[keep]
     model = FashionResNet()
     opt = torch.optim.Adam(model.parameters(), lr=2e-3)
     steps = args.epochs * ((len(xtr) + 127) // 128)
@@ -114,8 +120,7 @@ def main():
                       do_constant_folding=True)
     np.save(os.path.join(args.data_out, "test_images.npy"), xte)
     np.save(os.path.join(args.data_out, "test_labels.npy"), yte)
-    calib = np.random.default_rng(1).permutation(len(xtr))[:1000]
-    np.save(os.path.join(args.data_out, "calib_images.npy"), xtr[calib])
+    np.save(os.path.join(args.data_out, "calib_images.npy"), xcal)
     print("wrote %s (%d bytes) and %s/*.npy" % (path, os.path.getsize(path), args.data_out))
 
 
