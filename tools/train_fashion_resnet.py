@@ -9,8 +9,8 @@ into the convs by the export) and DATA_OUT/{test_images,test_labels,calib_images
 1,000 training images (the first 1,000 of a fixed permutation) for calibration, normalized as in training
 ((x/255 - 0.2860) / 0.3530). Prints the fp32 test top-1 of the PyTorch model.
 
-The network: stem conv 3x3 1->16 + BN + ReLU, three stages of one basic residual block each (16, 32/2, 64/2
-channels; conv-BN-ReLU-conv-BN + identity or 1x1/2 projection, ReLU), global average pool, linear 64->10.
+The network (--width W, default 16): stem conv 3x3 1->W + BN + ReLU, three stages of one basic residual block
+each (W, 2W/2, 4W/2 channels; conv-BN-ReLU-conv-BN + identity or 1x1/2 projection, ReLU), global average pool, linear 4W->10.
 Training: Adam, one-cycle lr up to 2e-3, batch 128, random horizontal flips, seed 0, CPU; --train-images N
 trains on N of the 60k (a fixed permutation), for a machine with little CPU to spare.
 """
@@ -56,11 +56,11 @@ class Block(nn.Module):
 
 
 class FashionResNet(nn.Module):
-    def __init__(self):
+    def __init__(self, w=16):
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(1, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
-        self.stages = nn.Sequential(Block(16, 16, 1), Block(16, 32, 2), Block(32, 64, 2))
-        self.fc = nn.Linear(64, 10)
+        self.stem = nn.Sequential(nn.Conv2d(1, w, 3, 1, 1, bias=False), nn.BatchNorm2d(w), nn.ReLU())
+        self.stages = nn.Sequential(Block(w, w, 1), Block(w, 2 * w, 2), Block(2 * w, 4 * w, 2))
+        self.fc = nn.Linear(4 * w, 10)
 
     def forward(self, x):
         x = self.stages(self.stem(x))
@@ -77,6 +77,7 @@ def main():
     ap.add_argument("--data-out", required=True)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--width", type=int, default=16, help="channels of the first stage (x2, x4 after)")
     ap.add_argument("--train-images", type=int, default=60000, help="train on the first N of a fixed permutation")
     args = ap.parse_args()
     torch.manual_seed(0)
@@ -87,7 +88,7 @@ def main():
     keep = np.random.default_rng(2).permutation(len(xtr))[:args.train_images]
     xcal = xtr[calib]
     xtr, ytr = xtr[keep], ytr[keep]
-    model = FashionResNet()
+    model = FashionResNet(args.width)
     opt = torch.optim.Adam(model.parameters(), lr=2e-3)
     steps = args.epochs * ((len(xtr) + 127) // 128)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-3, total_steps=steps)
