@@ -29,6 +29,12 @@ TEST(QuantCalib, EntropyClipsASparseTailAndKeepsADenseRange) {
   const float t = amax_entropy(h, hmax);
   EXPECT_GT(t, 2.5f);
   EXPECT_LT(t, 8.f);
+  // ReLU outputs: half the mass exactly 0 (bin 0). The spike must not pull the threshold down.
+  std::vector<double> r = h;
+  r[0] += 2000000;
+  const float tr = amax_entropy(r, hmax);
+  EXPECT_GT(tr, 2.5f);
+  EXPECT_LT(tr, 8.f);
   // Uniform mass over the whole range: nothing to clip.
   EXPECT_GT(amax_entropy(std::vector<double>(2048, 1.0), 4.f), 3.8f);
 }
