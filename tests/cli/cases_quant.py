@@ -123,7 +123,7 @@ def add(c, ort):
         ok(*c.sh("quantize", model, "--calibration", os.path.join(d, "zeros.npy"), "-o", x))
         cache = json.load(open(x + ".calib.json"))
         expect(cache["tensors"]["input"] == {"amax": 0, "scale": 1}, "zero range: %s" % cache["tensors"]["input"])
-        ok(*c.sh("run", x, "--batch", "2"))
+        ok(*c.sh("run", x, "--batch", "2", "--output-dir", c.mkdir("quant", "zeros_out")))
 
     c.test("quantize: NaN/Inf/shape/empty data: errors; zero range", bad_calibration_data)
 
