@@ -179,5 +179,6 @@ void register_tensor_ops(OpRegistry& r);
 void register_reduce_ops(OpRegistry& r);
 void register_matmul_ops(OpRegistry& r);
 void register_misc_ops(OpRegistry& r);
+void register_quant_ops(OpRegistry& r);
 
 }  // namespace infera

@@ -43,6 +43,7 @@ OpRegistry::OpRegistry() {
   register_reduce_ops(*this);
   register_matmul_ops(*this);
   register_misc_ops(*this);
+  register_quant_ops(*this);
 }
 
 OpRegistry& OpRegistry::get() {

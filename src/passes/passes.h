@@ -24,5 +24,6 @@ std::unique_ptr<Pass> make_fuse_matmul_add();
 std::unique_ptr<Pass> make_fuse_conv_activation();
 std::unique_ptr<Pass> make_fuse_layer_norm();
 std::unique_ptr<Pass> make_fuse_gelu();
+std::unique_ptr<Pass> make_quantize_qdq();
 
 }  // namespace infera

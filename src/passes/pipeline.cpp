@@ -8,6 +8,7 @@ namespace infera {
 std::vector<std::unique_ptr<Pass>> default_passes() {
   std::vector<std::unique_ptr<Pass>> p;
   p.push_back(make_eliminate_identity());
+  p.push_back(make_quantize_qdq());  // before fold_constants turns the weights' DequantizeLinear into floats
   p.push_back(make_fold_constants());
   p.push_back(make_eliminate_noops());
   p.push_back(make_eliminate_dead_nodes());

@@ -449,6 +449,9 @@ def build(root):
     os.makedirs(c.path("empty"))
     c.add("check on a folder with no tests: nothing passed is not a pass", ["check", c.path("empty")], kind="run")
 
+    import cases_quant  # tests/badinput/cases_quant.py: the quantization operators' cases
+    cases_quant.build(root, Case)
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -45,6 +45,7 @@ SpaceToDepth Split Sqrt Squeeze Sub Sum Tanh Tile TopK Transpose Unsqueeze Upsam
 GreaterOrEqual LessOrEqual Xor Mod Sign Softsign Round Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh Acosh
 Atanh Celu Mish Gelu ThresholdedRelu IsNaN IsInf CastLike Size ReduceProd ReduceL1 ReduceL2
 ReduceSumSquare ReduceLogSum ReduceLogSumExp LogSoftmax Hardmax LayerNormalization
+QuantizeLinear DequantizeLinear DynamicQuantizeLinear QLinearConv QLinearMatMul ConvInteger MatMulInteger
 """.split())  # the operators infera registers beyond issue #2's list (README lists them too)
 
 EXPANDED = re.compile(r"_expanded(_ver\d+)?$")

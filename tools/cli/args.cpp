@@ -134,8 +134,8 @@ static std::string suggestion(const std::string& bad, const CommandSpec& cmd) {
 // "run, bench": the commands that have option k, for a message that it does nothing here.
 static std::string other_commands_with(const std::string& k, const CommandSpec& cmd) {
   std::string r;
-  for (const CommandSpec* c :
-       {&run_spec(), &bench_spec(), &info_spec(), &check_spec(), &doctor_spec(), &tune_spec(), &profile_spec()}) {
+  for (const CommandSpec* c : {&run_spec(), &bench_spec(), &info_spec(), &check_spec(), &doctor_spec(), &tune_spec(),
+                               &profile_spec(), &quantize_spec(), &eval_spec()}) {
     if (c->name == cmd.name) continue;
     for (const OptSpec& o : c->options)
       if (o.name == k || o.alias == k) {
@@ -256,6 +256,8 @@ std::string overview_text() {
          "  check DIR     run ONNX backend-test folders and compare with their expected outputs\n"
          "  profile MODEL time per step and per op kind: algorithm, FLOP/s and bandwidth against peak\n"
          "  tune MODEL    time the algorithm choices ahead of time and fill the performance database\n"
+         "  quantize MODEL  int8 post-training quantization: calibrate, write a QDQ model\n"
+         "  eval MODEL    top-1/top-5 accuracy on labelled images (.npy), any precision\n"
          "  doctor        this machine: CPU, ISA, cores, memory, backends, GPUs, checks with verdicts\n"
          "\n"
          "  infera --version    the version\n"

@@ -155,6 +155,8 @@ int cmd_info(int argc, char** argv);
 int cmd_doctor(int argc, char** argv);
 int cmd_tune(int argc, char** argv);
 int cmd_profile(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
+int cmd_eval(int argc, char** argv);
 const CommandSpec& run_spec();
 const CommandSpec& check_spec();
 const CommandSpec& bench_spec();
@@ -162,5 +164,7 @@ const CommandSpec& info_spec();
 const CommandSpec& doctor_spec();
 const CommandSpec& tune_spec();
 const CommandSpec& profile_spec();
+const CommandSpec& quantize_spec();
+const CommandSpec& eval_spec();
 
 }  // namespace infera::cli

@@ -28,8 +28,11 @@ static int dispatch(int argc, char** argv) {
   if (cmd == "doctor") return cmd_doctor(argc, argv);
   if (cmd == "tune") return cmd_tune(argc, argv);
   if (cmd == "profile") return cmd_profile(argc, argv);
+  if (cmd == "quantize") return cmd_quantize(argc, argv);
+  if (cmd == "eval") return cmd_eval(argc, argv);
   if (!cmd.empty() && cmd[0] == '-') return usage("", "unknown option '" + cmd + "' before the command");
-  return usage("", "unknown command '" + cmd + "' (commands: run, bench, info, check, profile, tune, doctor)");
+  return usage(
+      "", "unknown command '" + cmd + "' (commands: run, bench, info, check, profile, tune, quantize, eval, doctor)");
 }
 
 int main(int argc, char** argv) {

@@ -14,6 +14,7 @@
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "ops/pool.h"
+#include "ops/quant_conv.h"
 #include "ops/softmax.h"
 #include "ops/tensor_ops.h"
 
@@ -309,8 +310,9 @@ const Family* family_of(const StepRequest& req) {
   static const Family conv{conv_query, conv_create}, deconv{deconv_query, deconv_create}, gemm{gemm_query, gemm_create},
       mm{matmul_query, matmul_create}, pool{pool_query, pool_create}, bn{bn_query, bn_create},
       elt{eltwise_query, eltwise_create}, bin{binary_query, binary_create}, sm{softmax_query, softmax_create},
-      cat{concat_query, concat_create};
+      cat{concat_query, concat_create}, qconv{qconv_query, qconv_create};
   const OpKernel* op = req.op;
+  if (dynamic_cast<const QConvOp*>(op)) return &qconv;
   if (dynamic_cast<const ConvOp*>(op)) return &conv;
   if (dynamic_cast<const ConvTransposeOp*>(op)) return &deconv;
   if (dynamic_cast<const GemmOp*>(op)) return &gemm;
@@ -355,7 +357,7 @@ class DnnlBackend : public Backend {
     if (!req.node || !req.op) return Support::no("no node");
     const Family* f = family_of(req);
     if (!f) return Support::no("oneDNN has no kernel for this op");
-    if (!all_float32(req)) return Support::no("float32 only");
+    if (!all_float32(req) && !dynamic_cast<const QConvOp*>(req.op)) return Support::no("float32 only");
     try {
       Support s = f->query(req);
       if (!s.ok) {
@@ -394,6 +396,8 @@ class DnnlBackend : public Backend {
   }
 
   Result<std::unique_ptr<StepKernel>> create_convert(const ConvertRequest& req) const override {
+    if (req.value && (req.value->dtype == DataType::kInt8 || req.value->dtype == DataType::kUInt8))
+      return int8_convert(req);  // dnnl_qconv.cpp: int8 NCHW <-> NHWC
     const Format B = dnnl_blocked_format();
     if (!req.from_device.is_cpu() || !req.to_device.is_cpu() || !req.value || req.value->dtype != DataType::kFloat32 ||
         req.value->shape.rank() != 4 || !req.value->shape.fully_known())

@@ -143,5 +143,10 @@ Support softmax_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> softmax_create(const StepRequest& req);
 Support concat_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> concat_create(const StepRequest& req);
+// int8 (dnnl_qconv.cpp): takes int8/uint8/int32 values, not float32.
+Support qconv_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> qconv_create(const StepRequest& req);
+// Conversion of an int8/uint8 4-D value between plain (NCHW) and NHWC; null for anything else.
+std::unique_ptr<StepKernel> int8_convert(const ConvertRequest& req);
 
 }  // namespace infera::cpu

@@ -1,0 +1,155 @@
+"""int8 (issue 11): a model quantized by ONNX Runtime's quantize_static runs in infera as int8 and agrees
+with ONNX Runtime (tests/quant/qdq_vs_ort.py prints the measured mismatch); `infera quantize` (every
+calibration method, the cache and its refusals, bad calibration data) writes QDQ models that ONNX Runtime
+runs; `infera eval` prints top-1/top-5 with `top1=` on its last line."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from cli_util import expect, ok, one_line_error, save
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def classifier(seed=0):
+    """[batch,3,8,8] -> conv+relu -> conv -> +residual -> relu -> GAP -> Gemm -> [batch,10]."""
+    rng = np.random.default_rng(seed)
+    def w(*s):
+        return numpy_helper.from_array((rng.standard_normal(s) * 0.3).astype(np.float32))
+    inits = [w(8, 3, 3, 3), w(8), w(8, 8, 3, 3), w(8), w(10, 8), w(10)]
+    for t, n in zip(inits, ["w1", "b1", "w2", "b2", "fc", "fcb"]):
+        t.name = n
+    nodes = [helper.make_node("Conv", ["input", "w1", "b1"], ["c1"], name="c1", pads=[1] * 4),
+             helper.make_node("Relu", ["c1"], ["r1"], name="r1"),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="c2", pads=[1] * 4),
+             helper.make_node("Add", ["c2", "r1"], ["a"], name="add"),
+             helper.make_node("Relu", ["a"], ["ar"], name="ar"),
+             helper.make_node("GlobalAveragePool", ["ar"], ["g"], name="gap"),
+             helper.make_node("Flatten", ["g"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "fc", "fcb"], ["logits"], name="fc", transB=1)]
+    g = helper.make_graph(nodes, "cls", [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 3, 8, 8])],
+                          [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_operatorsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+def add(c, ort):
+    def qdq_vs_ort():
+        expect(ort is not None, "needs onnxruntime")
+        script = os.path.join(HERE, "..", "quant", "qdq_vs_ort.py")
+        p = subprocess.run([sys.executable, script, "--infera", c.infera, "--keep", c.mkdir("qdq_vs_ort")],
+                           capture_output=True, text=True, timeout=300)
+        lines = [l for l in p.stdout.splitlines() if l.startswith("qdq_vs_ort:")]
+        expect(p.returncode == 0 and lines and lines[-1].endswith("PASS"),
+               "exit %d: %s" % (p.returncode, " | ".join(lines) or p.stderr.strip()[-300:]))
+        expect(any("5 QConv" in l for l in lines), "not every conv ran as QConv: %s" % lines)
+
+    c.test("int8: quantize_static QDQ model vs ONNX Runtime", qdq_vs_ort)
+
+    d = c.mkdir("quant")
+    model = save(classifier(), os.path.join(d, "cls.onnx"))
+    other = save(classifier(1), os.path.join(d, "other.onnx"))
+    rng = np.random.default_rng(7)
+    calib = os.path.join(d, "calib.npy")
+    np.save(calib, rng.standard_normal((40, 3, 8, 8)).astype(np.float32))
+    images = rng.standard_normal((50, 3, 8, 8)).astype(np.float32)
+    np.save(os.path.join(d, "images.npy"), images)
+
+    def quantize_methods():
+        expect(ort is not None, "needs onnxruntime")
+        f32 = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"input": images})[0]
+        for m in ("minmax", "percentile:99.9", "entropy"):
+            out = os.path.join(d, "cls.%s.onnx" % m.split(":")[0])
+            ok(*c.sh("quantize", model, "--calibration", calib, "-o", out, "--calib-method", m, "--batch", "8"))
+            cache = json.load(open(out + ".calib.json"))
+            expect(cache["method"] == m and len(cache["model_sha256"]) == 64 and sorted(cache["tensors"]) == ["ar", "c2", "input", "r1"],
+                   "cache %s" % {k: cache[k] for k in ("method", "model_sha256")})
+            q = ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"input": images})[0]
+            rel = np.abs(q - f32).max() / np.abs(f32).max()
+            # Entropy clips the tails of these random activations harder (by design): a looser bound.
+            bound = 0.3 if m == "entropy" else 0.1
+            expect(rel < bound, "%s: ONNX Runtime's int8 output is %.3f (relative) from fp32" % (m, rel))
+
+    c.test("quantize: minmax/percentile/entropy models run in ORT", quantize_methods)
+
+    def cache_reuse_and_refusals():
+        out = os.path.join(d, "cls.minmax.onnx")
+        cache = out + ".calib.json"
+        rc, so, se = c.sh("quantize", model, "--calib-cache", cache, "-o", os.path.join(d, "re.onnx"))
+        ok(rc, so, se)
+        expect("ranges from" in so, "the cache was not reused: %s" % so.strip())
+        one_line_error(*c.sh("quantize", model, "--calib-cache", cache, "-o", os.path.join(d, "x.onnx"),
+                             "--calib-method", "entropy"), 1, "made with method 'minmax'", "not 'entropy'")
+        one_line_error(*c.sh("quantize", other, "--calib-cache", cache, "-o", os.path.join(d, "x.onnx")), 1,
+                       "another model")
+        bad = os.path.join(d, "corrupt.json")
+        with open(bad, "w") as f:
+            f.write('{"format": "infera-calibration-cache-1", "tensors": {"c1": {"amax": ')
+        one_line_error(*c.sh("quantize", model, "--calib-cache", bad, "-o", os.path.join(d, "x.onnx")), 1,
+                       "corrupt.json", "not a valid cache")
+
+    c.test("quantize: cache reused; other method/model, corrupt: errors", cache_reuse_and_refusals)
+
+    def bad_calibration_data():
+        x = os.path.join(d, "x.onnx")
+        nan = rng.standard_normal((4, 3, 8, 8)).astype(np.float32)
+        nan[1, 2, 3, 4] = np.nan
+        np.save(os.path.join(d, "nan.npy"), nan)
+        one_line_error(*c.sh("quantize", model, "--calibration", os.path.join(d, "nan.npy"), "-o", x), 1,
+                       "nan.npy", "NaN")
+        inf = np.ones((4, 3, 8, 8), np.float32)
+        inf[0, 0, 0, 0] = np.inf
+        np.save(os.path.join(d, "inf.npy"), inf)
+        one_line_error(*c.sh("quantize", model, "--calibration", os.path.join(d, "inf.npy"), "-o", x), 1,
+                       "inf.npy", "infinite")
+        np.save(os.path.join(d, "shape.npy"), np.ones((4, 2, 8, 8), np.float32))
+        one_line_error(*c.sh("quantize", model, "--calibration", os.path.join(d, "shape.npy"), "-o", x), 1,
+                       "shape.npy", "input 'input'")
+        np.save(os.path.join(d, "empty.npy"), np.ones((0, 3, 8, 8), np.float32))
+        one_line_error(*c.sh("quantize", model, "--calibration", os.path.join(d, "empty.npy"), "-o", x), 1,
+                       "empty")
+        os.makedirs(os.path.join(d, "nofiles"), exist_ok=True)
+        one_line_error(*c.sh("quantize", model, "--calibration", os.path.join(d, "nofiles"), "-o", x), 1,
+                       "no .npy files")
+        one_line_error(*c.sh("quantize", model, "-o", x), 1, "--calibration")
+        # A degenerate range (all zeros) gets a safe scale; the model runs.
+        np.save(os.path.join(d, "zeros.npy"), np.zeros((4, 3, 8, 8), np.float32))
+        ok(*c.sh("quantize", model, "--calibration", os.path.join(d, "zeros.npy"), "-o", x))
+        cache = json.load(open(x + ".calib.json"))
+        expect(cache["tensors"]["input"] == {"amax": 0, "scale": 1}, "zero range: %s" % cache["tensors"]["input"])
+        ok(*c.sh("run", x, "--batch", "2", "--output-dir", c.mkdir("quant", "zeros_out")))
+
+    c.test("quantize: NaN/Inf/shape/empty data: errors; zero range", bad_calibration_data)
+
+    def eval_top1():
+        expect(ort is not None, "needs onnxruntime")
+        f32 = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"input": images})[0]
+        labels = np.argmax(f32, axis=1).astype(np.int64)
+        np.save(os.path.join(d, "labels.npy"), labels)
+        args = ["eval", model, "--images", os.path.join(d, "images.npy"), "--labels", os.path.join(d, "labels.npy")]
+        rc, so, se = c.sh(*args, "--batch", "16")
+        ok(rc, so, se)
+        last = so.strip().splitlines()[-1]
+        expect(re.match(r"^top1=1\.0000 top5=1\.0000 n=50 precision=fp32$", last), "fp32 last line: %r" % last)
+        rc, so, se = c.sh(*args, "--precision", "int8", "--calibration", calib)
+        ok(rc, so, se)
+        m = re.match(r"^top1=(0\.\d{4}|1\.0000) ", so.strip().splitlines()[-1])
+        expect(m and float(m.group(1)) >= 0.7, "int8 last line: %r" % so.strip().splitlines()[-1])
+        wrong = labels.copy()
+        wrong[3] = 10
+        np.save(os.path.join(d, "wrong.npy"), wrong)
+        one_line_error(*c.sh("eval", model, "--images", os.path.join(d, "images.npy"), "--labels",
+                             os.path.join(d, "wrong.npy")), 1, "label 10", "image 3", "[0, 10)")
+        np.save(os.path.join(d, "short.npy"), labels[:7])
+        one_line_error(*c.sh("eval", model, "--images", os.path.join(d, "images.npy"), "--labels",
+                             os.path.join(d, "short.npy")), 1, "short.npy", "[50]")
+        rc, so, se = c.sh(*args, "--precision", "int8")
+        expect(rc == 2 and "--calibration" in se, "int8 without calibration: exit %d %s" % (rc, se.strip()))
+
+    c.test("eval: fp32 top1=1 vs its own argmax; int8; bad labels", eval_top1)

@@ -1,0 +1,34 @@
+// Calibration inputs and cache shared by `infera quantize` and `infera eval` (calib_data.cpp).
+#pragma once
+
+#include <cstring>
+
+#include "cli.h"
+#include "infera/quantize.h"
+
+namespace infera::cli {
+
+constexpr const char* kCalibCacheFormat = "infera-calibration-cache-1";
+
+// Samples from an .npy file (batches of `batch` along dim 0) or a folder of .npy files (each one
+// batch, or one sample of rank input_rank - 1).
+Result<std::vector<CalibrationSample>> load_calibration(const std::string& path, size_t input_rank, int64_t batch);
+
+struct CalibCache {
+  std::string model_sha256;
+  CalibrationTable table;
+};
+Result<CalibCache> read_calib_cache(const std::string& path);
+Status write_calib_cache(const std::string& path, const CalibCache& c);
+
+// The whole of `quantize`: the table from the cache (checked against the model and method) or by
+// calibrating (then written to cache_path when given), and the QDQ model written to out.
+struct QuantizeRequest {
+  std::string model, calibration, cache, out, method = "minmax";
+  int64_t batch = 32;
+  int num_threads = 0;
+  bool progress = false;
+};
+Status quantize_to_file(const QuantizeRequest& q, std::string* summary);
+
+}  // namespace infera::cli

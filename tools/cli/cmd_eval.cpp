@@ -1,0 +1,148 @@
+// infera eval: top-1 / top-5 accuracy of a classifier over labelled images (.npy), in fp32 or int8
+// (quantized first, from --calibration samples or a --calib-cache). The last line holds top1=0.xxxx.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "calib.h"
+
+namespace infera::cli {
+
+const CommandSpec& eval_spec() {
+  static const CommandSpec spec = [] {
+    CommandSpec c{"eval",
+                  "MODEL --images X.npy --labels Y.npy [options]",
+                  "Classification accuracy: runs MODEL over the images X [N, ...] in batches and compares\n"
+                  "the top-1 and top-5 classes of its first output [N, classes] with the labels Y [N]\n"
+                  "(integers in [0, classes)). --precision int8 quantizes MODEL first (as `infera\n"
+                  "quantize`, into a temporary file) from --calibration or --calib-cache. The last line\n"
+                  "reads 'top1=0.xxxx top5=0.xxxx n=N precision=P'.",
+                  {}};
+    c.options.push_back({"--images", "X.npy", "the images, float32 [N, ...] as the model's input takes them"});
+    c.options.push_back({"--labels", "Y.npy", "the labels, int32/int64 [N]"});
+    c.options.push_back({"--precision", "P", "fp32 | int8 (default fp32; mixed is not implemented yet)"});
+    c.options.push_back({"--calibration", "PATH", "int8: calibration samples (.npy array or folder of .npy)"});
+    c.options.push_back({"--calib-method", "M", "int8: minmax | percentile[:P] | entropy (default minmax)"});
+    c.options.push_back({"--calib-cache", "FILE", "int8: reuse the ranges in FILE if it exists, else write them"});
+    c.options.push_back({"--batch", "N", "images per run, 1..65536 (default 32)"});
+    c.options.push_back({"--threads", "N", "threads, 1..1024 (default: all cores)"});
+    return c;
+  }();
+  return spec;
+}
+
+static Result<std::vector<int64_t>> read_labels(const std::string& path, int64_t n) {
+  auto t = load_tensor_file(path);
+  if (!t.is_ok()) return Status::error("labels " + t.message());
+  const Tensor& y = t.value();
+  if (y.dims().size() != 1 || y.dims()[0] != n)
+    return Status::error("labels " + path + ": shape " + shape_str(y.dims()) + ", expected [" + std::to_string(n) +
+                         "] (one per image)");
+  std::vector<int64_t> out(n);
+  for (int64_t i = 0; i < n; ++i) {
+    if (y.dtype() == DataType::kInt64)
+      out[i] = y.data_as<int64_t>()[i];
+    else if (y.dtype() == DataType::kInt32)
+      out[i] = y.data_as<int32_t>()[i];
+    else if (y.dtype() == DataType::kUInt8)
+      out[i] = y.data_as<uint8_t>()[i];
+    else
+      return Status::error("labels " + path + ": dtype " + dtype_name(y.dtype()) + ", expected int32 or int64");
+  }
+  return out;
+}
+
+int cmd_eval(int argc, char** argv) {
+  const CommandSpec& spec = eval_spec();
+  Args a = parse_args(argc, argv, 2, spec);
+  const int64_t batch = a.get_int("--batch", 32, 1, 65536);
+  const int threads = static_cast<int>(a.get_int("--threads", 0, 1, 1024));
+  if (a.positional.size() != 1) a.error("expects one MODEL");
+  if (!a.has("--images") || !a.has("--labels")) a.error("needs --images X.npy and --labels Y.npy");
+  const std::string prec = a.get("--precision", "fp32");
+  if (prec != "fp32" && prec != "int8")
+    a.error("--precision '" + prec + "': fp32 or int8 (mixed is not implemented yet)");
+  if (prec == "int8" && !a.has("--calibration") && !a.has("--calib-cache"))
+    a.error("--precision int8 needs --calibration PATH or --calib-cache FILE");
+  const int rc = handle_help_and_usage(spec, a);
+  if (rc >= 0) return rc;
+  std::string model = a.positional[0], tmp_model;
+  auto images = load_tensor_file(a.get("--images"));
+  if (!images.is_ok()) return fail("images " + images.message());
+  const Tensor& X = images.value();
+  if (X.dtype() != DataType::kFloat32 || X.dims().empty() || X.dims()[0] == 0)
+    return fail("images " + a.get("--images") + ": " + dtype_name(X.dtype()) + " " + shape_str(X.dims()) +
+                ", expected float32 [N, ...] with N > 0");
+  const int64_t N = X.dims()[0];
+  auto labels = read_labels(a.get("--labels"), N);
+  if (!labels.is_ok()) return fail(labels.message());
+  if (prec == "int8") {
+    char tmpl[] = "/tmp/infera-eval-XXXXXX";
+    const int fd = mkstemp(tmpl);
+    if (fd < 0) return fail("cannot create a temporary file for the quantized model");
+    close(fd);
+    tmp_model = tmpl;
+    QuantizeRequest q;
+    q.model = model;
+    q.out = tmp_model;
+    q.calibration = a.get("--calibration");
+    q.cache = a.get("--calib-cache");
+    if (q.cache.empty()) q.cache = tmp_model + ".calib.json";
+    q.method = a.get("--calib-method", "minmax");
+    q.batch = batch;
+    q.num_threads = threads;
+    q.progress = stderr_is_tty();
+    std::string summary;
+    Status s = quantize_to_file(q, &summary);
+    if (!a.has("--calib-cache")) std::remove(q.cache.c_str());
+    if (!s.is_ok()) {
+      std::remove(tmp_model.c_str());
+      return fail(s.message());
+    }
+    printf("%s\n", summary.c_str());
+    model = tmp_model;
+  }
+  SessionOptions so;
+  so.num_threads = threads;
+  auto sess = Session::load(model, so);
+  if (!tmp_model.empty()) std::remove(tmp_model.c_str());
+  if (!sess.is_ok()) return fail(sess.message());
+  Session& s = *sess.value();
+  if (s.inputs().size() != 1) return fail(model + ": eval takes models with one input");
+  const int64_t per = X.numel() / N;
+  int64_t top1 = 0, top5 = 0;
+  for (int64_t b = 0; b < N; b += batch) {
+    const int64_t e = std::min(N, b + batch);
+    std::vector<int64_t> d = X.dims();
+    d[0] = e - b;
+    Tensor part = Tensor::make(DataType::kFloat32, d).take();
+    std::memcpy(part.data(), X.data_as<float>() + b * per, part.nbytes());
+    auto r = s.run({{s.inputs()[0].name, part}});
+    if (!r.is_ok()) return fail("images [" + std::to_string(b) + ":" + std::to_string(e) + "]: " + r.message());
+    const Tensor& y = r.value()[0];
+    if (y.dtype() != DataType::kFloat32 || y.dims().size() != 2 || y.dims()[0] != e - b)
+      return fail("the model's first output is " + std::string(dtype_name(y.dtype())) + " " + shape_str(y.dims()) +
+                  ", expected float32 [batch, classes]");
+    const int64_t C = y.dims()[1];
+    for (int64_t i = 0; i < e - b; ++i) {
+      const int64_t lab = labels.value()[b + i];
+      if (lab < 0 || lab >= C)
+        return fail("labels: label " + std::to_string(lab) + " of image " + std::to_string(b + i) + " is outside [0, " +
+                    std::to_string(C) + ")");
+      const float* row = y.data_as<float>() + i * C;
+      int64_t rank = 0;  // classes scoring above the label's (ties count for the label)
+      for (int64_t c = 0; c < C; ++c) rank += row[c] > row[lab];
+      top1 += rank == 0;
+      top5 += rank < 5;
+    }
+  }
+  printf("images %lld, batch %lld, precision %s\n", (long long)N, (long long)batch, prec.c_str());
+  printf("top-1 %.4f (%lld/%lld)\ntop-5 %.4f (%lld/%lld)\n", double(top1) / N, (long long)top1, (long long)N,
+         double(top5) / N, (long long)top5, (long long)N);
+  printf("top1=%.4f top5=%.4f n=%lld precision=%s\n", double(top1) / N, double(top5) / N, (long long)N, prec.c_str());
+  return kExitOk;
+}
+
+}  // namespace infera::cli

@@ -1,0 +1,125 @@
+// infera quantize: calibrates a float model over sample inputs (or reuses a calibration cache) and
+// writes a standard QDQ ONNX model (per-channel int8 weights, int8 per-tensor activations, int32
+// biases) that infera runs as int8 and ONNX Runtime runs too.
+#include <cstdio>
+
+#include "calib.h"
+
+namespace infera::cli {
+
+const CommandSpec& quantize_spec() {
+  static const CommandSpec spec = [] {
+    CommandSpec c{"quantize",
+                  "MODEL --calibration PATH -o OUT [options]",
+                  "Post-training int8 quantization. Runs MODEL (float32) over the calibration samples,\n"
+                  "keeps one range per activation (inputs and outputs of Conv and residual Add) and\n"
+                  "writes OUT: a QDQ ONNX model with symmetric per-channel int8 weights, symmetric int8\n"
+                  "per-tensor activations and int32 biases. The ranges go to a calibration cache\n"
+                  "(JSON, keyed by the model's SHA-256 and the method): --calib-cache FILE reuses\n"
+                  "FILE when it exists (then --calibration is not needed) and writes it otherwise.\n"
+                  "Calibration input: an .npy array [N, ...] (batches of --batch) or a folder of .npy\n"
+                  "files; images with a preprocessing spec are not supported yet.",
+                  {}};
+    c.options.push_back({"--calibration", "PATH", "an .npy array of samples or a folder of .npy files"});
+    c.options.push_back({"-o", "OUT", "the quantized model to write", "--output"});
+    c.options.push_back({"--calib-method", "M",
+                         "minmax | percentile[:P] (P in (0,100], default 99.99) | entropy (TensorRT's\n"
+                         "KL-divergence calibrator); default minmax"});
+    c.options.push_back({"--calib-cache", "FILE",
+                         "read the ranges from FILE if it exists, else write them there\n"
+                         "(default: OUT.calib.json, written)"});
+    c.options.push_back({"--batch", "N", "samples per calibration run from one .npy array, 1..65536 (default 32)"});
+    c.options.push_back({"--threads", "N", "threads, 1..1024 (default: all cores)"});
+    return c;
+  }();
+  return spec;
+}
+
+Status quantize_to_file(const QuantizeRequest& q, std::string* summary) {
+  auto hash = sha256_file(q.model);
+  if (!hash.is_ok()) return hash.status();
+  CalibMethod method;
+  double pct;
+  Status st = parse_calib_method(q.method, method, pct);
+  if (!st.is_ok()) return st;
+  const std::string method_name = calib_method_name(method, pct);
+  CalibCache cache;
+  bool from_cache = false;
+  if (!q.cache.empty() && is_file(q.cache)) {
+    auto c = read_calib_cache(q.cache);
+    if (!c.is_ok()) return c.status();
+    if (c.value().model_sha256 != hash.value())
+      return Status::error("calibration cache " + q.cache + " was made for another model (sha256 " +
+                           c.value().model_sha256.substr(0, 16) + "..., " + q.model + " is " +
+                           hash.value().substr(0, 16) + "...)");
+    if (c.value().table.method != method_name)
+      return Status::error("calibration cache " + q.cache + " was made with method '" + c.value().table.method +
+                           "', not '" + method_name + "'");
+    cache = c.take();
+    from_cache = true;
+  } else {
+    if (q.calibration.empty())
+      return Status::error("no calibration data: give --calibration PATH (or an existing --calib-cache FILE)");
+    auto s = Session::load(q.model);
+    if (!s.is_ok()) return s.status();
+    if (s.value()->inputs().size() != 1)
+      return Status::error(q.model + ": calibration takes models with one input; this one has " +
+                           std::to_string(s.value()->inputs().size()));
+    // A model that fixes its batch takes batches of that size.
+    const IoInfo& in = s.value()->inputs()[0];
+    const int64_t batch = !in.dims.empty() && in.dims[0].value > 0 ? in.dims[0].value : q.batch;
+    auto samples = load_calibration(q.calibration, in.dims.size(), batch);
+    if (!samples.is_ok()) return samples.status();
+    CalibrationOptions o;
+    o.method = method;
+    o.percentile = pct;
+    o.num_threads = q.num_threads;
+    if (q.progress)
+      o.progress = [](size_t done, size_t total) {
+        const int w = 30, f = static_cast<int>(w * done / std::max<size_t>(total, 1));
+        std::fprintf(stderr, "\rcalibrating [%.*s%*s] %zu/%zu", f, "##############################", w - f, "", done,
+                     total);
+        if (done == total) std::fputc('\n', stderr);
+      };
+    auto t = calibrate(q.model, samples.value(), o);
+    if (!t.is_ok()) return t.status();
+    cache.model_sha256 = hash.value();
+    cache.table = t.take();
+  }
+  st = write_qdq_model(q.model, cache.table, q.out);
+  if (!st.is_ok()) return st;
+  const std::string cache_out = q.cache.empty() ? q.out + ".calib.json" : q.cache;
+  if (!from_cache) {
+    st = write_calib_cache(cache_out, cache);
+    if (!st.is_ok()) return st;
+  }
+  if (summary)
+    *summary = "quantized " + std::to_string(cache.table.amax.size()) + " activations (" + method_name + ", " +
+               (from_cache ? "ranges from " + q.cache : "cache written to " + cache_out) + "); wrote " + q.out;
+  return Status::ok();
+}
+
+int cmd_quantize(int argc, char** argv) {
+  const CommandSpec& spec = quantize_spec();
+  Args a = parse_args(argc, argv, 2, spec);
+  QuantizeRequest q;
+  q.batch = a.get_int("--batch", 32, 1, 65536);
+  q.num_threads = static_cast<int>(a.get_int("--threads", 0, 1, 1024));
+  if (a.positional.size() != 1) a.error("expects one MODEL");
+  if (!a.has("-o")) a.error("needs -o OUT (the quantized model to write)");
+  const int rc = handle_help_and_usage(spec, a);
+  if (rc >= 0) return rc;
+  q.model = a.positional[0];
+  q.out = a.get("-o");
+  q.calibration = a.get("--calibration");
+  q.cache = a.get("--calib-cache");
+  q.method = a.get("--calib-method", "minmax");
+  q.progress = stderr_is_tty();
+  std::string summary;
+  Status s = quantize_to_file(q, &summary);
+  if (!s.is_ok()) return fail(s.message());
+  printf("%s\n", summary.c_str());
+  return kExitOk;
+}
+
+}  // namespace infera::cli
