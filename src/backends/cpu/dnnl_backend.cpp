@@ -223,6 +223,7 @@ Status DnnlKernel::run(ComputeContext& ctx) const {
       if (rc != dnnl_success) return ctx.error("oneDNN: primitive execution failed (status %d)", static_cast<int>(rc));
     }
     st->stream.wait();
+    if (after_) after_(ctx);
   } catch (const dnnl::error& e) {
     return ctx.error("oneDNN: %s", e.what());
   }
