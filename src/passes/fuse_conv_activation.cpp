@@ -139,14 +139,10 @@ class FuseConvActivation : public Pass {
       f.inputs = h.inputs;
     f.outputs = {tail};
     for (int n : fused) g.nodes[n].dead = true;
-    int id = g.add_node(std::move(f));
-    // Keep the reader lists current: the fused node now reads what its parts read.
-    for (int v : g.nodes[id].inputs) {
-      if (v < 0) continue;
-      auto& c = cons_[v];
-      std::erase_if(c, [&](int n) { return g.nodes[n].dead; });
-      c.push_back(id);
-    }
+    g.add_node(std::move(f));
+    // The use index picks the new node up by itself (UseIndex::sync). cons_ is left as it was:
+    // updating the reader list of every input (a weight shared by 100k Gemms) was quadratic, and
+    // match_gated only walks the readers of a head's output, which the fused node never reads.
   }
 
   // Mul(t, HardSigmoid(t; 1/6, 0.5)) is HardSwish(t), as exported before opset 14; Mul(t,
@@ -178,7 +174,7 @@ class FuseConvActivation : public Pass {
     return mul;
   }
 
-  std::vector<std::vector<int>> cons_;  // readers per value (kept current), to walk t's readers
+  std::vector<std::vector<int>> cons_;  // readers per value at the start (stale: dead nodes skipped)
   UseIndex* idx_ = nullptr;             // exact use counts, set for the duration of run()
 };
 

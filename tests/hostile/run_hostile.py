@@ -113,6 +113,13 @@ class Suite:
         if c["kind"] == "refuse":
             if p.returncode != 1:
                 return "exit %d, expected 1" % p.returncode, err, secs
+            # One safe line (issue 7): no control byte but the final newline, capped in length.
+            raw = p.stderr
+            bad = sorted({b for b in raw[:-1] if b < 0x20 or b == 0x7F})
+            if bad:
+                return "stderr holds raw control bytes %s" % bad, err, secs
+            if len(raw) > 2100:
+                return "the error line is %d bytes (the cap is 2048)" % len(raw), err, secs
             lines = err.splitlines()
             if len(lines) != 1 or not err.endswith("\n"):
                 return "stderr has %d lines, expected one" % len(lines), err, secs
@@ -379,6 +386,61 @@ def wide_cases(s):
           expect={"y.npy": np.maximum(x, 0)}, timeout=20)
 
 
+def name_cases(s):
+    # Names from the model reach stderr: control characters escaped, lengths capped, and a message
+    # quoting two names still names both.
+    evil = "a\rb\x1b[31mred\x07bell\x1b]0;title\x07"
+
+    def refuse(name, what, m, needle, extra=()):
+        mp = s.save(name, m)
+        s.add(name, what, ["run", mp, *extra, "--output-dir", "@OUT"], "refuse", needle)
+
+    refuse("name_control_chars", "a node name with CR, ESC sequences and BEL (unsupported op)",
+           model([helper.make_node("NoSuchOp", ["x"], ["y"], name=evil)], [vi("x", [4])], [vi("y", None)]),
+           "\\x1B[31mred\\x07bell")
+    refuse("name_100k", "a 100 KB node name (unsupported op): the line is capped",
+           model([helper.make_node("NoSuchOp", ["x"], ["y"], name="N" * 100000)], [vi("x", [4])], [vi("y", None)]),
+           "message truncated")
+    big = "o\x1b" * 50000
+    refuse("output_names_100k_collide", "two 100 KB output names (with ESC) that collide once sanitized",
+           model([helper.make_node("Relu", ["x"], [big + "/b"]), helper.make_node("Neg", ["x"], [big + "_b"])],
+                 [vi("x", [4])], [vi(big + "/b", None), vi(big + "_b", None)]), "bytes)' would both be written")
+    refuse("output_names_dotdot_collide", "outputs '..' and '__' collide once sanitized",
+           model([helper.make_node("Relu", ["x"], [".."]), helper.make_node("Neg", ["x"], ["__"])],
+                 [vi("x", [4])], [vi("..", None), vi("__", None)]), "outputs '..' and '__' would both be written")
+    refuse("input_name_control_chars", "--input naming an input the model lacks, with ESC and CR",
+           model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [4])], [vi("y", None)]), "\\x1B",
+           ("--input", "no\x1b[2Jsuch\r=/nonexistent.npy"))
+
+
+def gemm_chain_cases(s):
+    # fuse_conv_activation counted uses by scanning the graph per Gemm/Conv head and rewrote the
+    # reader list of the shared weight per fusion: 66,667 MatMul+Add+Relu (200k nodes) > 60 s.
+    n = 66667
+    m = model([], [vi("x", [1, 4])], [vi("y", None)],
+              [numpy_helper.from_array((np.eye(4) * 0.5).astype(np.float32), "w"),
+               numpy_helper.from_array(np.full(4, 0.25, np.float32), "b")])
+    prev = "x"
+    for i in range(n):
+        for op, ins, out in (("MatMul", [prev, "w"], "m%d" % i), ("Add", ["m%d" % i, "b"], "a%d" % i),
+                             ("Relu", ["a%d" % i], "y" if i == n - 1 else "r%d" % i)):
+            node = m.graph.node.add()
+            node.op_type = op
+            node.input.extend(ins)
+            node.output.append(out)
+        prev = "r%d" % i
+    x = RNG.standard_normal((1, 4)).astype(np.float32)
+    want = x
+    for _ in range(60):  # 0.5 y + 0.25 converges to 0.5 (exact in float32 long before n steps)
+        want = np.maximum(want * np.float32(0.5) + np.float32(0.25), 0).astype(np.float32)
+    name = "chain_matmul_add_relu_200k"
+    mp = s.save(name, m)
+    f = s.file(name, "x.npy", x)
+    s.add(name, "66,667 MatMul+Add+Relu in a row (200k nodes: Gemm fusion)",
+          ["run", mp, "--threads", "1", "--input", "x=" + f, "--output-dir", "@OUT"], "answer",
+          expect={"y.npy": want}, timeout=20)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--infera", default="build/infera")
@@ -394,7 +456,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="infera-hostile-") as root:
         s = Suite(root, os.path.abspath(args.infera))
         for make in (npy_cases, bool_cases, omitted_output_cases, symlink_cases, limit_cases, chain_cases,
-                     wide_cases):
+                     wide_cases, name_cases, gemm_chain_cases):
             make(s)
         for c in s.cases:
             if args.k and args.k not in c["name"]:
