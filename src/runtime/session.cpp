@@ -108,6 +108,27 @@ class SessionImpl {
   std::map<Dims, std::shared_ptr<PlanEntry>> plans;
   uint64_t clock = 0;
 
+  // Calls inside run()/prepare() now: ~Session waits for them (a session destroyed while another
+  // thread runs on it finishes that run first; a call that starts after ~Session began is UB).
+  std::mutex active_mu;
+  std::condition_variable active_cv;
+  int active = 0;
+  struct Active {
+    SessionImpl& s;
+    explicit Active(SessionImpl& x) : s(x) {
+      std::lock_guard<std::mutex> l(s.active_mu);
+      ++s.active;
+    }
+    ~Active() {
+      std::lock_guard<std::mutex> l(s.active_mu);
+      if (--s.active == 0) s.active_cv.notify_all();
+    }
+  };
+  void wait_idle() {
+    std::unique_lock<std::mutex> l(active_mu);
+    active_cv.wait(l, [&] { return active == 0; });
+  }
+
   Status init(Graph g, const SessionOptions& o);
   Status validate(const std::map<std::string, Tensor>& in, Dims& dims, std::vector<const Tensor*>& ptrs) const;
   Result<std::shared_ptr<PlanEntry>> entry_for(const Dims& dims);
@@ -344,7 +365,9 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& in, std::vector<Ten
 }
 
 Session::Session(std::unique_ptr<SessionImpl> impl) : impl_(std::move(impl)) {}
-Session::~Session() = default;
+Session::~Session() {
+  if (impl_) impl_->wait_idle();
+}
 
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& opts) {
   return guarded([&]() -> Result<std::unique_ptr<Session>> {
@@ -398,6 +421,7 @@ size_t Session::allocated_bytes() const {
 }
 
 Result<PlanReport> Session::prepare(const std::map<std::string, std::vector<int64_t>>& input_shapes) {
+  SessionImpl::Active active(*impl_);
   return guarded([&]() -> Result<PlanReport> {
     Dims dims;
     std::map<std::string, int64_t> symbols;
@@ -421,6 +445,7 @@ Result<PlanReport> Session::prepare(const std::map<std::string, std::vector<int6
 }
 
 Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& inputs) {
+  SessionImpl::Active active(*impl_);
   return guarded([&]() -> Result<std::vector<Tensor>> {
     std::vector<Tensor> out;
     Status s = impl_->run(inputs, out, true, RunOptions{});
@@ -431,6 +456,7 @@ Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& in
 
 Status Session::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>& outputs,
                     const RunOptions& run_options) {
+  SessionImpl::Active active(*impl_);
   return guarded([&]() -> Status { return impl_->run(inputs, outputs, false, run_options); });
 }
 
