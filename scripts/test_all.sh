@@ -3,7 +3,7 @@
 # `N passed, M failed`; the last line sums them. Exit 0 iff the build worked and nothing failed.
 #
 # Usage: bash scripts/test_all.sh [--no-setup] [--no-build] [--only SUITE,...] [--jobs N]
-#   suites: format unit conformance models badinput hostile cli install gpu   (default: all, in that order)
+#   suites: format unit conformance models badinput hostile cli install gpu sanitize   (default: all, in that order)
 # Env: MODELS_DIR (default models: exported ONNX models, kept between runs), BUILD_DIR (build),
 #      PYTHON (the Python with PyPI onnxruntime/onnx/numpy; default .venv/bin/python if setup made
 #      one, else python3), TORCH_PYTHON (default /usr/bin/python3: Debian's torch, for the exports).
@@ -196,7 +196,32 @@ gpu_builds() {
   [ "$f" -eq 0 ]
 }
 
-export -f unit_tests model_tests format_check gpu_builds  # so that `timeout bash -c` can run them
+# shellcheck disable=SC2317
+# ASan+UBSan (LSan on, fault hooks in) build of unit + badinput + hostile, then a TSan build of the
+# concurrency tests; own folders ($BUILD_DIR-asan, $BUILD_DIR-tsan), ccache shared with the others.
+# One count line for both.
+sanitize_suite() {
+  local p=0 f=0 rc=0 out last
+  for mode in asan tsan; do
+    if [ "$mode" = asan ]; then
+      out=$(BUILD_DIR=$BUILD_DIR-asan bash scripts/test_sanitizers.sh --only unit,badinput,hostile --jobs "$jobs" 2>&1)
+    else
+      out=$(BUILD_DIR=$BUILD_DIR-tsan bash scripts/test_sanitizers.sh --tsan --jobs "$jobs" 2>&1)
+    fi
+    [ $? -ne 0 ] && rc=1
+    echo "$out"
+    last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -n 1)
+    if [[ "$last" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+      p=$((p + BASH_REMATCH[1])) f=$((f + BASH_REMATCH[2]))
+    else
+      f=$((f + 1))
+    fi
+  done
+  echo "$p passed, $f failed"
+  [ "$rc" -eq 0 ] && [ "$f" -eq 0 ]
+}
+
+export -f unit_tests model_tests format_check gpu_builds sanitize_suite  # so that `timeout bash -c` can run them
 wanted format && run_suite format 300 bash -c format_check
 wanted unit && run_suite unit 1800 bash -c unit_tests
 wanted conformance && run_suite conformance 1800 bash tests/conformance/run_conformance.sh
@@ -206,4 +231,5 @@ wanted hostile && run_suite hostile 600 "$PYTHON" tests/hostile/run_hostile.py -
 wanted cli && run_suite cli 900 "$PYTHON" tests/cli/test_cli.py --infera "$INFERA"
 wanted install && run_suite install 900 bash tests/install/test_install.sh "$BUILD_DIR" "$MODELS_DIR/squeezenet1_1.onnx"
 wanted gpu && run_suite gpu 2400 bash -c gpu_builds
+wanted sanitize && run_suite sanitize 3600 bash -c sanitize_suite
 finish

@@ -209,6 +209,21 @@ def bool_cases(s):
     f = s.file(name, "x.npy", np.ones(4, bool))
     s.add(name, "initializer bool raw_data 2, 255, 0, 1: And(ones, Not(c))",
           ["run", mp, "--input", "x=" + f, "--output-dir", "@OUT"], "answer", expect=want)
+    name = "bool_external_data_noncanonical"
+    c = onnx.TensorProto()
+    c.name, c.data_type = "c", B
+    c.dims.append(4)
+    c.data_location = onnx.TensorProto.EXTERNAL
+    for k, v in (("location", "c.bin"), ("offset", "0"), ("length", "4")):
+        e = c.external_data.add()
+        e.key, e.value = k, v
+    m = model([helper.make_node("Not", ["c"], ["nc"]), helper.make_node("And", ["x", "nc"], ["y"])],
+              [vi("x", [4], B)], [vi("y", [4], B)], [c])
+    mp = s.save(name, m)
+    s.file(name, "c.bin", raw.tobytes())
+    f = s.file(name, "x.npy", np.ones(4, bool))
+    s.add(name, "initializer bool external data 2, 255, 0, 1: And(ones, Not(c))",
+          ["run", mp, "--input", "x=" + f, "--output-dir", "@OUT"], "answer", expect=want)
 
 
 def omitted_output_cases(s):

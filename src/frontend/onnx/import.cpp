@@ -1,11 +1,14 @@
 #include "frontend/onnx/import.h"
 
+#include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -44,6 +47,8 @@ Result<std::string> resolve_external(const std::string& model_dir, const std::st
     if (part == "..") return Status::error(what + ": external data location '" + loc + "' leaves the model's folder");
   if (loc.find('\\') != std::string::npos)
     return Status::error(what + ": external data location '" + loc + "' contains a backslash");
+  if (loc.find('\0') != std::string::npos)  // the path would end there: 'ok.bin\0../../x' reads ok.bin
+    return Status::error(what + ": external data location '" + loc + "' contains a NUL byte");
   std::string path = model_dir + "/" + loc;
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) return Status::error(what + ": external data file '" + loc + "' not found");
@@ -78,8 +83,19 @@ Status read_external(const onnx::TensorProto& tp, const std::string& model_dir, 
   }
   auto path = resolve_external(model_dir, loc, what);
   if (!path.is_ok()) return path.status();
+  // Opened without following a link and without blocking (a FIFO swapped in after the checks
+  // above), then checked again on the descriptor: what is read is what was checked (no TOCTOU
+  // window through the last path component).
+  const int fd = ::open(path.value().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Status::error(what + ": cannot open external data '" + loc + "': " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st;
-  if (stat(path.value().c_str(), &st) != 0) return Status::error(what + ": cannot stat external data '" + loc + "'");
+  if (fstat(fd, &st) != 0) return Status::error(what + ": cannot stat external data '" + loc + "'");
+  if (!S_ISREG(st.st_mode) || st.st_nlink > 1)
+    return Status::error(what + ": external data file '" + loc + "' changed while it was checked");
   if (length < 0) length = static_cast<int64_t>(nbytes);
   if (static_cast<size_t>(length) != nbytes)
     return Status::error(what + ": external data length " + std::to_string(length) + " does not match the " +
@@ -88,10 +104,13 @@ Status read_external(const onnx::TensorProto& tp, const std::string& model_dir, 
     return Status::error(what + ": external data offset " + std::to_string(offset) + " + length " +
                          std::to_string(length) + " is beyond the end of '" + loc + "' (" + std::to_string(st.st_size) +
                          " bytes)");
-  std::ifstream f(path.value(), std::ios::binary);
-  f.seekg(offset);
-  f.read(static_cast<char*>(dst), length);
-  if (!f || f.gcount() != length) return Status::error(what + ": short read of external data '" + loc + "'");
+  char* out = static_cast<char*>(dst);
+  for (int64_t done = 0; done < length;) {
+    const ssize_t r = ::pread(fd, out + done, static_cast<size_t>(length - done), offset + done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return Status::error(what + ": short read of external data '" + loc + "'");
+    done += r;
+  }
   return Status::ok();
 }
 
