@@ -102,7 +102,7 @@ if [[ ",$only," == *",hostile,"* ]]; then
   echo
   echo "=== hostile"
   # Sanitized code is 2-5x slower: the per-case time limits scale with it.
-  "$PY" tests/hostile/run_hostile.py --infera "$BUILD_DIR/infera" --time-scale 4 2>&1 | tee "$BUILD_DIR/test-logs/hostile.log"
+  "$PY" tests/hostile/run_hostile.py --infera "$BUILD_DIR/infera" --time-scale 4 --sanitized 2>&1 | tee "$BUILD_DIR/test-logs/hostile.log"
   last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$BUILD_DIR/test-logs/hostile.log" | tail -n 1)
   if [[ "$last" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
     pass=$((pass + BASH_REMATCH[1])) fail=$((fail + BASH_REMATCH[2]))
