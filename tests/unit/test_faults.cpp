@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -125,6 +126,7 @@ TEST(Faults, EveryAllocationFailsInTurn) {
     if (s.is_ok()) {  // n is past the last allocation point
       EXPECT_TRUE(same_bits(got, want)) << "alloc:" << n << " (no fault hit): wrong answer";
       EXPECT_GT(failures, 3) << "too few allocation points seen";
+      std::printf("allocation points failed in turn: %d\n", failures);
       break;
     }
     ++failures;
@@ -158,6 +160,7 @@ TEST(Faults, EveryKernelLaunchFailsInTurn) {
     fault::arm("");
     if (r.is_ok()) {
       EXPECT_TRUE(same_bits(r.value()[0], want.value()[0]));
+      std::printf("kernel launches failed in turn: %d\n", failures);
       break;
     }
     ++failures;

@@ -268,7 +268,7 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
     if (!s.is_ok()) return s;
   }
   auto r = Tensor::make(dt, dims);
-  if (!r.is_ok()) return Status::error(what + ": " + r.message());
+  if (!r.is_ok()) return r.status().prefixed(what + ": ");  // keeps kOutOfMemory
   Tensor t = r.take();
   if (external || tp.has_raw_data()) {
     if (external) {
