@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <new>
 #include <set>
 #include <sstream>
 
@@ -211,9 +212,21 @@ Result<std::string> read_binary_file(const std::string& path, const std::string&
   if (!S_ISREG(st.st_mode)) return Status::error(path + ": " + what + " is not a regular file");
   if (st.st_size > max_bytes)
     return Status::error(path + ": " + what + " larger than " + std::to_string((max_bytes + 1) >> 30) + " GiB");
+  // The whole file is held in memory: a size the process cannot get (RLIMIT_AS, cgroup) is an
+  // error value here, not a std::bad_alloc out of the public API (load_tensor_file).
+  if (static_cast<uint64_t>(st.st_size) > host_memory_bytes())
+    return Status::error(StatusCode::kOutOfMemory, path + ": " + what + " of " + std::to_string(st.st_size) +
+                                                       " bytes does not fit in the memory this process may use (" +
+                                                       std::to_string(host_memory_bytes()) + " bytes)");
   std::ifstream f(path, std::ios::binary);
   if (!f) return Status::error(path + ": cannot open " + what);
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  std::string bytes;
+  try {
+    bytes.assign(static_cast<size_t>(st.st_size), '\0');
+  } catch (const std::bad_alloc&) {
+    return Status::error(StatusCode::kOutOfMemory,
+                         path + ": out of memory reading " + what + " of " + std::to_string(st.st_size) + " bytes");
+  }
   f.read(bytes.data(), st.st_size);
   if (f.gcount() != st.st_size) return Status::error(path + ": short read of " + what);
   return bytes;
