@@ -3,7 +3,7 @@
 # `N passed, M failed`; the last line sums them. Exit 0 iff the build worked and nothing failed.
 #
 # Usage: bash scripts/test_all.sh [--no-setup] [--no-build] [--only SUITE,...] [--jobs N]
-#   suites: format unit conformance models badinput hostile cli install python gpu   (default: all, in that order)
+#   suites: format unit conformance models badinput hostile cli install python gpu sanitize   (default: all, in that order)
 # Env: MODELS_DIR (default models: exported ONNX models, kept between runs), BUILD_DIR (build),
 #      PYTHON (the Python with PyPI onnxruntime/onnx/numpy; default .venv/bin/python if setup made
 #      one, else python3), TORCH_PYTHON (default /usr/bin/python3: Debian's torch, for the exports).
@@ -197,39 +197,7 @@ gpu_builds() {
 }
 
 # shellcheck disable=SC2317
-# Python package (python/, tests/python with pytest): the extension built into $BUILD_DIR with
-# -DINFERA_PYTHON=ON (the package assembled in $BUILD_DIR/python, imported from there), then pytest;
-# its summary becomes the count line (errors count as failures; GPU cases skip visibly without a GPU).
-python_tests() {
-  local out rc py last p f s n
-  py=$PYTHON
-  [[ "$py" == */* ]] && py="$(cd "$(dirname "$py")" && pwd)/$(basename "$py")"  # absolute, venv kept
-  if ! "$py" -c "import nanobind, pytest" >/dev/null 2>&1; then
-    echo "python: nanobind or pytest missing in $py (bash scripts/setup_debian.sh)"; echo "0 passed, 1 failed"
-    return 1
-  fi
-  if ! { cmake -S . -B "$BUILD_DIR" -DINFERA_PYTHON=ON -DPython_EXECUTABLE="$(command -v "$py")" \
-           >"$LOG_DIR/build-python.log" 2>&1 \
-         && cmake --build "$BUILD_DIR" -j"$jobs" --target infera_python >>"$LOG_DIR/build-python.log" 2>&1; }; then
-    grep -m 5 -E 'error|Error' "$LOG_DIR/build-python.log"; echo "python: build failed (log: $LOG_DIR/build-python.log)"
-    echo "0 passed, 1 failed"
-    return 1
-  fi
-  out=$(PYTHONPATH="$BUILD_DIR/python" "$py" -m pytest tests/python -q -rs -p no:cacheprovider 2>&1)
-  rc=$?
-  echo "$out"
-  last=$(tail -n 1 <<<"$out")
-  p=$(grep -oE '[0-9]+ passed' <<<"$last" | grep -oE '[0-9]+' || true)
-  f=0
-  for n in $(grep -oE '[0-9]+ (failed|errors?)' <<<"$last" | grep -oE '^[0-9]+'); do f=$((f + n)); done
-  s=$(grep -oE '[0-9]+ skipped' <<<"$last" | grep -oE '[0-9]+' || true)
-  p=${p:-0} s=${s:-0}
-  [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
-  echo "$p passed, $f failed, $s skipped"
-  [ "$rc" -eq 0 ]
-}
-
-export -f unit_tests model_tests format_check gpu_builds python_tests  # so that `timeout bash -c` can run them
+#   suites: format unit conformance models badinput hostile cli install python gpu sanitize   (default: all, in that order)
 wanted format && run_suite format 300 bash -c format_check
 wanted unit && run_suite unit 1800 bash -c unit_tests
 wanted conformance && run_suite conformance 1800 bash tests/conformance/run_conformance.sh
@@ -240,4 +208,5 @@ wanted cli && run_suite cli 900 "$PYTHON" tests/cli/test_cli.py --infera "$INFER
 wanted install && run_suite install 900 bash tests/install/test_install.sh "$BUILD_DIR" "$MODELS_DIR/squeezenet1_1.onnx"
 wanted python && run_suite python 1800 bash -c python_tests
 wanted gpu && run_suite gpu 2400 bash -c gpu_builds
+wanted sanitize && run_suite sanitize 3600 bash -c sanitize_suite
 finish

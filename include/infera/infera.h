@@ -372,7 +372,9 @@ class Session {
   static Result<std::unique_ptr<Session>> load(const std::string& path, const SessionOptions& opts = {});
   static Result<std::unique_ptr<Session>> load_from_memory(const std::string& bytes, const std::string& model_dir,
                                                            const SessionOptions& opts = {});
-  ~Session();  // must not run while another thread is inside run() on this session
+  // Waits for the run()/prepare() calls other threads are inside now, then frees the session. A
+  // call that starts after the destructor began is undefined behaviour (as for any object).
+  ~Session();
 
   const std::vector<IoInfo>& inputs() const;
   const std::vector<IoInfo>& outputs() const;

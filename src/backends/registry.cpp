@@ -7,12 +7,13 @@
 #include "backends/cpu/dnnl_backend.h"
 #include "backends/gpu/gpu_backend.h"
 #include "backends/ref/ref_backend.h"
+#include "runtime/fault.h"
 
 namespace infera {
 
 Result<void*> Backend::allocate(size_t bytes) const {
   const size_t a = alignment();
-  void* p = std::aligned_alloc(a, std::max(a, (bytes + a - 1) / a * a));
+  void* p = fault::hit(fault::Kind::kAlloc) ? nullptr : std::aligned_alloc(a, std::max(a, (bytes + a - 1) / a * a));
   if (!p)
     return Status::error(StatusCode::kOutOfMemory,
                          std::string(name()) + ": out of memory allocating " + std::to_string(bytes) + " bytes");
@@ -22,7 +23,8 @@ Result<void*> Backend::allocate(size_t bytes) const {
 void Backend::deallocate(void* p) const { std::free(p); }
 
 Result<void*> Backend::allocate_host(size_t bytes) const {
-  void* p = std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64));
+  void* p =
+      fault::hit(fault::Kind::kAlloc) ? nullptr : std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64));
   if (!p)
     return Status::error(StatusCode::kOutOfMemory, "out of host memory allocating " + std::to_string(bytes) + " bytes");
   return p;

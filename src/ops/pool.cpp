@@ -172,7 +172,8 @@ void max_pool(const T* x, T* y, int64_t* idx, int64_t planes, const PoolGeom& g,
                 const T* row = xp + (id * g.in[1] + ih) * g.in[2];
                 for (int64_t kw = tw.lo; kw < tw.hi; ++kw) {
                   const int64_t iw = tw.start + kw * g.d[2];
-                  if (row[iw] > m || bd < 0) {
+                  // The first NaN wins and stays (as numpy's max and argmax): NaN > m is false.
+                  if (row[iw] > m || bd < 0 || (row[iw] != row[iw] && m == m)) {
                     m = row[iw];
                     bd = id, bh = ih, bw = iw;
                   }
@@ -315,7 +316,7 @@ class GlobalPoolKernel : public GlobalPoolOp {
           const T* xp = x + p * sz;
           if (is_max_) {
             T m = sz > 0 ? xp[0] : -std::numeric_limits<T>::infinity();
-            for (int64_t i = 1; i < sz; ++i) m = xp[i] > m ? xp[i] : m;
+            for (int64_t i = 1; i < sz; ++i) m = xp[i] > m || xp[i] != xp[i] ? xp[i] : m;  // NaN stays
             y[p] = m;
           } else {
             double s = 0;

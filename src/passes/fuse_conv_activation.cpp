@@ -67,6 +67,10 @@ class FuseConvActivation : public Pass {
     Status s = attach_ops(g);
     if (!s.is_ok()) return s;
     cons_ = g.consumers();
+    // Use counts through the index: count_uses / the stale-list sole_consumer scanned the whole
+    // graph per candidate head (quadratic: 86% of a 20k MatMul+Add chain's load time).
+    UseIndex idx(g);
+    idx_ = &idx;
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       if (g.nodes[i].dead || g.nodes[i].outputs.empty()) continue;
       const Node& n = g.nodes[i];
@@ -77,6 +81,7 @@ class FuseConvActivation : public Pass {
       else if (gemm && !gemm->fused())
         fuse(g, static_cast<int>(i), false);
     }
+    idx_ = nullptr;
     return Status::ok();
   }
 
@@ -90,7 +95,7 @@ class FuseConvActivation : public Pass {
     std::vector<int> fused = {head};
     const bool refuse = h.op_type == "FusedConv";  // already has X, W, B, Z; may take an activation
     int tail = y, z = refuse && h.inputs.size() > 3 ? h.inputs[3] : -1;
-    int next = sole_consumer(g, cons_, tail);
+    int next = sole_consumer(g, *idx_, tail);
     if (conv && !refuse && next >= 0 && is_onnx_op(g.nodes[next], "Add") && g.nodes[next].inputs.size() == 2 &&
         g.nodes[next].outputs.size() == 1 && g.nodes[next].outputs[0] >= 0) {
       const Node& add = g.nodes[next];
@@ -101,7 +106,7 @@ class FuseConvActivation : public Pass {
         z = other;
         tail = add.outputs[0];
         fused.push_back(next);
-        next = sole_consumer(g, cons_, tail);
+        next = sole_consumer(g, *idx_, tail);
       }
     }
     Activation act;
@@ -134,21 +139,17 @@ class FuseConvActivation : public Pass {
       f.inputs = h.inputs;
     f.outputs = {tail};
     for (int n : fused) g.nodes[n].dead = true;
-    int id = g.add_node(std::move(f));
-    // Keep the reader lists current: the fused node now reads what its parts read.
-    for (int v : g.nodes[id].inputs) {
-      if (v < 0) continue;
-      auto& c = cons_[v];
-      std::erase_if(c, [&](int n) { return g.nodes[n].dead; });
-      c.push_back(id);
-    }
+    g.add_node(std::move(f));
+    // The use index picks the new node up by itself (UseIndex::sync). cons_ is left as it was:
+    // updating the reader list of every input (a weight shared by 100k Gemms) was quadratic, and
+    // match_gated only walks the readers of a head's output, which the fused node never reads.
   }
 
   // Mul(t, HardSigmoid(t; 1/6, 0.5)) is HardSwish(t), as exported before opset 14; Mul(t,
   // Sigmoid(t)) is Swish/SiLU (swish = true). Adds both nodes to fused and returns the Mul, or -1.
   int match_gated(const Graph& g, int t, std::vector<int>& fused, bool swish) const {
     const char* gate_op = swish ? "Sigmoid" : "HardSigmoid";
-    if (g.is_graph_output(t) || count_uses(g, t) != 2) return -1;
+    if (idx_->is_graph_output(t) || idx_->count(g, t) != 2) return -1;
     int hs = -1, mul = -1;
     for (int n : cons_[t]) {
       if (g.nodes[n].dead) continue;
@@ -167,13 +168,14 @@ class FuseConvActivation : public Pass {
       return -1;
     int hv = h.outputs[0];
     bool pair = (m.inputs[0] == t && m.inputs[1] == hv) || (m.inputs[0] == hv && m.inputs[1] == t);
-    if (!pair || sole_consumer(g, cons_, hv) != mul || m.outputs[0] < 0) return -1;
+    if (!pair || sole_consumer(g, *idx_, hv) != mul || m.outputs[0] < 0) return -1;
     fused.push_back(hs);
     fused.push_back(mul);
     return mul;
   }
 
-  std::vector<std::vector<int>> cons_;
+  std::vector<std::vector<int>> cons_;  // readers per value at the start (stale: dead nodes skipped)
+  UseIndex* idx_ = nullptr;             // exact use counts, set for the duration of run()
 };
 
 }  // namespace

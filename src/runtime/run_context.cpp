@@ -9,6 +9,7 @@
 #include <map>
 
 #include "ops/infer.h"
+#include "runtime/fault.h"
 
 namespace infera {
 
@@ -194,7 +195,10 @@ Status RunContext::run_steps(bool capturing, std::vector<StepTiming>* timings) {
     ComputeContext ctx(p.node_of(st), step_in_[s].data(), step_in_[s].size(), step_out_[s].data(), step_out_[s].size(),
                        p.num_threads, res);
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    Status status = st.kernel->run(ctx);
+    Status status =
+        fault::hit(fault::Kind::kLaunch)
+            ? Status::error(StatusCode::kDeviceError, ctx.node.label() + ": kernel launch failed (injected fault)")
+            : st.kernel->run(ctx);
     if (!status.is_ok()) return status;
     device_pending = device_pending || on_device;
     if (timed) {

@@ -1,12 +1,17 @@
 // Session: load -> check -> optimize once; a plan per input-shape signature (LRU-bounded), each
 // with a pool of run contexts, so that run() may be called from many threads at once: the
 // session lock covers only the plan lookup and the pool, never a run.
+#include <pthread.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <new>
 #include <thread>
@@ -111,11 +116,79 @@ class SessionImpl {
   std::map<Dims, std::shared_ptr<PlanEntry>> plans;
   uint64_t clock = 0;
 
+  // Calls inside run()/prepare() now: ~Session waits for them (a session destroyed while another
+  // thread runs on it finishes that run first; a call that starts after ~Session began is UB).
+  std::mutex active_mu;
+  std::condition_variable active_cv;
+  int active = 0;
+  struct Active {
+    SessionImpl& s;
+    explicit Active(SessionImpl& x) : s(x) {
+      std::lock_guard<std::mutex> l(s.active_mu);
+      ++s.active;
+    }
+    ~Active() {
+      std::lock_guard<std::mutex> l(s.active_mu);
+      if (--s.active == 0) s.active_cv.notify_all();
+    }
+  };
+  void wait_idle() {
+    std::unique_lock<std::mutex> l(active_mu);
+    active_cv.wait(l, [&] { return active == 0; });
+  }
+
   Status init(Graph g, const SessionOptions& o);
   Status validate(const std::map<std::string, Tensor>& in, Dims& dims, std::vector<const Tensor*>& ptrs) const;
   Result<std::shared_ptr<PlanEntry>> entry_for(const Dims& dims);
   Status run(const std::map<std::string, Tensor>& in, std::vector<Tensor>& out, bool allocate, const RunOptions& ro);
 };
+
+namespace {
+
+// The stack an OpenMP worker gets: libgomp's OMP_STACKSIZE / GOMP_STACKSIZE (a number with an
+// optional B/K/M/G suffix, K when none), else the threads' default (RLIMIT_STACK through glibc).
+size_t omp_stack_bytes() {
+  for (const char* var : {"OMP_STACKSIZE", "GOMP_STACKSIZE"}) {
+    const char* e = std::getenv(var);
+    if (!e || !*e) continue;
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(e, &end, 10);
+    if (end == e) continue;
+    while (*end == ' ') ++end;
+    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(*end)));
+    const unsigned shift = u == 'B' ? 0 : u == 'M' ? 20 : u == 'G' ? 30 : 10;
+    return static_cast<size_t>(v) << shift;
+  }
+  pthread_attr_t a;
+  size_t bytes = 8u << 20;
+  if (pthread_getattr_default_np(&a) == 0) {
+    pthread_attr_getstacksize(&a, &bytes);
+    pthread_attr_destroy(&a);
+  }
+  return bytes;
+}
+
+// Refuses a thread count whose worker stacks cannot be mapped under RLIMIT_AS (what is mapped now
+// counted): libgomp would otherwise end the process with its own message ("Thread creation
+// failed") at the first parallel region. Half of what is left must stay for arenas and weights.
+Status check_thread_stacks(int threads) {
+  rlimit as{};
+  if (threads <= 1 || getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) return Status::ok();
+  std::ifstream statm("/proc/self/statm");
+  unsigned long long pages = 0;
+  statm >> pages;
+  const unsigned long long mapped = pages * static_cast<unsigned long long>(sysconf(_SC_PAGESIZE));
+  const unsigned long long left = as.rlim_cur > mapped ? as.rlim_cur - mapped : 0;
+  const unsigned long long stack = omp_stack_bytes(), need = static_cast<unsigned long long>(threads - 1) * stack;
+  if (need <= left / 2) return Status::ok();
+  return Status::error(StatusCode::kOutOfMemory,
+                       std::to_string(threads) + " threads: " + std::to_string(threads - 1) + " worker stacks of " +
+                           std::to_string(stack >> 20) + " MiB (RLIMIT_STACK or OMP_STACKSIZE) do not fit in the " +
+                           std::to_string(left >> 20) + " MiB of address space RLIMIT_AS leaves (" +
+                           std::to_string(as.rlim_cur >> 20) + " MiB limit); use fewer threads or smaller stacks");
+}
+
+}  // namespace
 
 Status SessionImpl::init(Graph g, const SessionOptions& o) {
   opts = o;
@@ -124,15 +197,7 @@ Status SessionImpl::init(Graph g, const SessionOptions& o) {
     return Status::error(StatusCode::kInvalidInput,
                          "num_threads must be in [0, 1024] (0 = all cores), found " + std::to_string(o.num_threads));
   threads = o.num_threads > 0 ? o.num_threads : static_cast<int>(hw);
-  rlimit as{};
-  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
-    // Each OpenMP worker reserves a stack (8 MiB by default): refuse what cannot be started.
-    const unsigned long long need = static_cast<unsigned long long>(threads) * (8ull << 20);
-    if (need > as.rlim_cur / 2)
-      return Status::error(StatusCode::kOutOfMemory, std::to_string(threads) +
-                                                         " threads need more address space than the process limit (" +
-                                                         std::to_string(as.rlim_cur >> 20) + " MiB) allows");
-  }
+  if (Status s = check_thread_stacks(threads); !s.is_ok()) return s;
   verbose = o.verbose >= 0 ? o.verbose : [] {
     const char* e = std::getenv("INFERA_VERBOSE");
     return e && *e ? std::atoi(e) : 0;
@@ -360,7 +425,9 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& in, std::vector<Ten
 }
 
 Session::Session(std::unique_ptr<SessionImpl> impl) : impl_(std::move(impl)) {}
-Session::~Session() = default;
+Session::~Session() {
+  if (impl_) impl_->wait_idle();
+}
 
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& opts) {
   return guarded([&]() -> Result<std::unique_ptr<Session>> {
@@ -414,6 +481,7 @@ size_t Session::allocated_bytes() const {
 }
 
 Result<PlanReport> Session::prepare(const std::map<std::string, std::vector<int64_t>>& input_shapes) {
+  SessionImpl::Active active(*impl_);
   return guarded([&]() -> Result<PlanReport> {
     Dims dims;
     std::map<std::string, int64_t> symbols;
@@ -440,6 +508,7 @@ Result<PlanReport> Session::prepare(const std::map<std::string, std::vector<int6
 }
 
 Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& inputs) {
+  SessionImpl::Active active(*impl_);
   return guarded([&]() -> Result<std::vector<Tensor>> {
     std::vector<Tensor> out;
     Status s = impl_->run(inputs, out, true, RunOptions{});
@@ -450,6 +519,7 @@ Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& in
 
 Status Session::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>& outputs,
                     const RunOptions& run_options) {
+  SessionImpl::Active active(*impl_);
   return guarded([&]() -> Status { return impl_->run(inputs, outputs, false, run_options); });
 }
 

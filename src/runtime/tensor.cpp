@@ -10,6 +10,7 @@
 #include <string>
 
 #include "infera/infera.h"
+#include "runtime/fault.h"
 
 namespace infera {
 
@@ -145,7 +146,7 @@ Result<Tensor> Tensor::make(DataType dtype, std::vector<int64_t> dims) {
                                                        std::to_string(host_memory_bytes()) + " bytes)");
   size_t alloc = (bytes + 63) / 64 * 64;
   if (alloc == 0) alloc = 64;
-  void* p = std::aligned_alloc(64, alloc);
+  void* p = fault::hit(fault::Kind::kAlloc) ? nullptr : std::aligned_alloc(64, alloc);
   if (!p)
     return Status::error(StatusCode::kOutOfMemory, "out of memory allocating " + std::to_string(alloc) + " bytes");
   std::memset(p, 0, alloc);

@@ -14,6 +14,7 @@
 
 #include "frontend/onnx/import.h"
 #include "infera/limits.h"
+#include "runtime/fault.h"
 
 namespace infera {
 
@@ -201,6 +202,10 @@ class NpyHeaderParser {
 
 // Writes all of [p, p+n) to fd, retrying short writes; false with errno set on failure.
 bool write_all(int fd, const char* p, size_t n) {
+  if (n > 0 && fault::hit(fault::Kind::kWrite)) {  // injected: a full disk
+    errno = ENOSPC;
+    return false;
+  }
   while (n > 0) {
     ssize_t w = ::write(fd, p, n);
     if (w < 0) {

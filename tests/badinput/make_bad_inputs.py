@@ -211,6 +211,29 @@ def build(root):
     c = Case(root, "extdata_location_is_directory", says=["initializer 'W'", "'weights.bin'", "not a regular file"])
     os.makedirs(c.path("weights.bin"))
     c.run("location is a folder", c.save(small_cnn(ext_weight("weights.bin", 0, w.nbytes))))
+    # CVE-2024-27318 was a sanitizer bypass of the CVE-2022-25882 fix: other spellings of "..".
+    # (small_cnn draws from RNG: its state is put back after these cases, so later data is unchanged.)
+    rng_state = RNG.bit_generator.state
+    c = Case(root, "extdata_backslash_traversal", says=["initializer 'W'", "backslash"])
+    c.run("location ..\\weights.bin (Windows separators)",
+          c.save(small_cnn(ext_weight("..\\weights.bin", 0, w.nbytes))))
+    c = Case(root, "extdata_nul_in_location", says=["initializer 'W'", "NUL byte"])
+    shutil.copy(abs_path, c.path("weights.bin"))
+    c.run("location 'weights.bin\\0.txt' (cut at the NUL, it would read weights.bin)",
+          c.save(small_cnn(ext_weight("weights.bin\0.txt", 0, w.nbytes))))
+    c = Case(root, "extdata_symlinked_folder_outside", says=["initializer 'W'", "'sub/weights.bin'", "outside the model's folder"])
+    outside2 = os.path.join(root, "_outside2")
+    os.makedirs(outside2)
+    shutil.copy(abs_path, os.path.join(outside2, "weights.bin"))  # one link (abs_path has two now)
+    os.symlink(outside2, c.path("sub"))
+    c.run("sub/ is a symlink to a folder outside (the file itself is regular)",
+          c.save(small_cnn(ext_weight("sub/weights.bin", 0, w.nbytes))))
+    c = Case(root, "extdata_fifo", says=["initializer 'W'", "'weights.bin'", "not a regular file"])
+    os.mkfifo(c.path("weights.bin"))
+    c.run("weights.bin is a FIFO (reading it would block)", c.save(small_cnn(ext_weight("weights.bin", 0, w.nbytes))))
+    c = Case(root, "extdata_location_100k", says=["initializer 'W'", "message truncated"])
+    c.run("a 100 KB location with ESC bytes", c.save(small_cnn(ext_weight("\x1b[2J" * 20000 + ".bin", 0, w.nbytes))))
+    RNG.bit_generator.state = rng_state
 
     # Ill-formed graphs.
     x, y = vi("input", ["batch", 4]), vi("output", ["batch", 4])

@@ -459,6 +459,19 @@ TEST(FuzzRegressions, ConvPerAxisAttributeShorterThanTheRank) {
   }
 }
 
+TEST(FuzzRegressions, ExternalDataCheckedBeforeAllocating) {
+  // fuzz_tensor_pb (12 s, 2 GB): a 424-byte TensorProto of 331M float elements whose data is
+  // external, where a tensor file may have none: the 1.3 GB tensor was made (and zeroed) first.
+  // Here the dims ask for 2^39 floats (2 TiB): allocating first answered with the memory limit.
+  onnx::TensorProto tp;
+  tp.set_data_type(onnx::TensorProto::FLOAT);
+  tp.add_dims(int64_t(1) << 39);
+  tp.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto r = tensor_from_pb_bytes(tp.SerializeAsString(), "t.pb");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.message().find("external data is not allowed here"), std::string::npos) << r.message();
+}
+
 // ------------------------------------------------------------------------------ limits
 
 TEST(Limits, RankIsCheckedAtImportAndWhereInferenceGrowsIt) {

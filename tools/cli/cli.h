@@ -62,6 +62,7 @@ std::vector<OptSpec> shape_opt_specs();  // --shape --shapes
 OptSpec verbose_opt_spec();
 
 // ---------------------------------------------------------------- errors (common.cpp)
+std::string safe_line(const std::string& msg);              // escaped, capped: one line
 int fail(const std::string& msg);                           // "infera: error: msg", returns 1
 int usage(const std::string& cmd, const std::string& msg);  // "infera: usage error: ...", returns 2
 // The standard start of a command: --help, usage errors. Returns -1 to go on, else the exit code.

@@ -41,6 +41,12 @@ static std::string sanitize(const std::string& name) {
   return s;
 }
 
+// A name quoted in a message, cut to 200 bytes so that a message quoting two still names both.
+static std::string quoted(const std::string& name) {
+  return "'" + (name.size() <= 200 ? name : name.substr(0, 200) + "...(" + std::to_string(name.size()) + " bytes)") +
+         "'";
+}
+
 int cmd_run(int argc, char** argv) {
   const CommandSpec& spec = run_spec();
   Args a = parse_args(argc, argv, 2, spec);
@@ -57,7 +63,7 @@ int cmd_run(int argc, char** argv) {
 
   const bool quiet = a.has("--quiet");
   const bool progress = !quiet && stderr_is_tty();
-  if (progress) fprintf(stderr, "loading %s...\r", a.positional[0].c_str());
+  if (progress) fprintf(stderr, "loading %s...\r", safe_line(a.positional[0]).c_str());
   auto sess = Session::load(a.positional[0], opts);
   if (progress) fprintf(stderr, "\033[K");
   if (!sess.is_ok()) return fail(sess.message());
@@ -71,7 +77,8 @@ int cmd_run(int argc, char** argv) {
     std::string f = sanitize(io.name) + ".npy";
     auto [it, fresh] = file_of.emplace(f, io.name);
     if (!fresh)
-      return fail("outputs '" + it->second + "' and '" + io.name + "' would both be written to " + dir + "/" + f);
+      return fail("outputs " + quoted(it->second) + " and " + quoted(io.name) + " would both be written to " +
+                  quoted(dir + "/" + f));
     paths.push_back(dir + "/" + f);
   }
 
@@ -94,8 +101,8 @@ int cmd_run(int argc, char** argv) {
     if (st.is_ok()) st = f.commit();
     if (!st.is_ok()) return fail(st.message());
     if (!quiet)
-      printf("%s %s %s -> %s\n", s.outputs()[i].name.c_str(), dtype_name(t.dtype()), shape_str(t.dims()).c_str(),
-             paths[i].c_str());
+      printf("%s %s %s -> %s\n", safe_line(s.outputs()[i].name).c_str(), dtype_name(t.dtype()),
+             shape_str(t.dims()).c_str(), safe_line(paths[i]).c_str());
   }
   return kExitOk;
 }

@@ -11,20 +11,9 @@
 
 namespace infera::cli {
 
-// One safe line: control characters escaped (names from a model or argv may hold CR, ESC, ...).
-static std::string safe_line(const std::string& msg) {
-  std::string s;
-  for (unsigned char c : msg) {
-    if (c < 0x20 || c == 0x7f) {
-      char b[8];
-      snprintf(b, sizeof b, "\\x%02x", c);
-      s += b;
-    } else {
-      s += static_cast<char>(c);
-    }
-  }
-  return s;
-}
+// One safe line: the library's rule (Status::error): control characters and invalid UTF-8 as
+// \xNN, capped at Status::kMaxMessage bytes; CLI messages quote names from the model and argv.
+std::string safe_line(const std::string& msg) { return Status::error(StatusCode::kInternal, msg).message(); }
 
 int fail(const std::string& msg) {
   fprintf(stderr, "infera: error: %s\n", safe_line(msg).c_str());

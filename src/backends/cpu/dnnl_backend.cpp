@@ -26,6 +26,9 @@ dnnl::engine& engine() {
   return eng;
 }
 
+// A node's label for the verbose lines: names from the model escaped and capped (Status::error's rule).
+static std::string safe_label(const Node& n) { return Status::error(StatusCode::kInternal, n.label()).message(); }
+
 int verbose() {
   static const int v = [] {
     const char* e = std::getenv("INFERA_VERBOSE");
@@ -224,6 +227,7 @@ Status DnnlKernel::run(ComputeContext& ctx) const {
       if (rc != dnnl_success) return ctx.error("oneDNN: primitive execution failed (status %d)", static_cast<int>(rc));
     }
     st->stream.wait();
+    if (after_) after_(ctx);
   } catch (const dnnl::error& e) {
     return ctx.error("oneDNN: %s", e.what());
   }
@@ -247,7 +251,7 @@ void log_impl(const StepRequest& req, const std::string& impl) {
   l += '>';
   for (size_t i = 0; i < req.outputs.size(); ++i)
     l += std::string(i ? "," : "") + (!req.outputs[i] ? "-" : format_name(req.out_format(i)));
-  std::fprintf(stderr, "infera dnnl: %s [%s] %s -> %s\n", req.node->label().c_str(), l.c_str(),
+  std::fprintf(stderr, "infera dnnl: %s [%s] %s -> %s\n", safe_label(*req.node).c_str(), l.c_str(),
                req.outputs[0]->shape.str().c_str(), impl.c_str());
 }
 
@@ -383,14 +387,14 @@ class DnnlBackend : public Backend {
       if (k->impl_name().find("ref:") != std::string::npos) {
         if (std::max(req.verbose, verbose()) >= 1)
           std::fprintf(stderr, "infera dnnl: %s declined: oneDNN offers only its reference implementation: %s\n",
-                       req.node->label().c_str(), k->impl_name().c_str());
+                       safe_label(*req.node).c_str(), k->impl_name().c_str());
         return std::unique_ptr<StepKernel>();
       }
       log_impl(req, k->impl_name());
       return std::unique_ptr<StepKernel>(std::move(k));
     } catch (const dnnl::error& e) {
       if (std::max(req.verbose, verbose()) >= 1)
-        std::fprintf(stderr, "infera dnnl: %s declined: %s\n", req.node->label().c_str(), e.what());
+        std::fprintf(stderr, "infera dnnl: %s declined: %s\n", safe_label(*req.node).c_str(), e.what());
       return std::unique_ptr<StepKernel>();
     }
   }

@@ -2,6 +2,7 @@
 // Add/Sub/Mul/Div/Max/Min (one operand full-size, the other broadcast) through oneDNN.
 // All of them accept the blocked format on 4-D activations. Attributes from the typed ops.
 #include <cmath>
+#include <limits>
 
 #include "backends/cpu/dnnl_internal.h"
 #include "ops/elementwise.h"
@@ -19,29 +20,122 @@ bool const_scalar(const StepRequest& req, size_t i, float& v) {
   return true;
 }
 
-bool plan_eltwise(const StepRequest& req, std::vector<EltOp>& ops) {
-  using alg = dnnl::algorithm;
-  const Node& n = *req.node;
+// Whether oneDNN's eltwise chain for a keeps NaN as NaN, as the reference does (issue 7). Its
+// relu (alpha 0) and clip are max/min instructions with the constant as the operand returned for
+// NaN: Relu(NaN) = 0, Clip(NaN) = min (-Inf without bounds), HardSigmoid (linear + clip) = 0. Those
+// standalone ops go to the reference kernel (measured: no model of tests/models has a standalone
+// Relu/Clip/HardSigmoid after fusion on a hot path; fused Conv/Gemm activations are post-ops,
+// see docs/hardening.md). LeakyRelu (alpha != 0) multiplies: NaN stays.
+bool nan_safe(const Activation& a) {
+  switch (a.kind) {
+    case ActKind::kRelu:
+    case ActKind::kClip:
+    case ActKind::kHardSigmoid: return false;
+    case ActKind::kLeakyRelu: return a.alpha != 0.f;
+    default: return true;
+  }
+}
+
+// The activation of a unary activation step (Clip: constant bounds), false for other steps.
+bool activation_step(const StepRequest& req, Activation& a) {
   if (!req.has_in(0) || req.in_dims(0) != req.out_dims(0) || req.outputs.size() != 1) return false;
   if (const auto* clip = dynamic_cast<const ClipOp*>(req.op)) {
-    Activation a = activation_default(ActKind::kClip);  // no bound
+    // No bound: the reference's (and ONNX Runtime's) lowest/max float, so that Clip(+Inf) = FLT_MAX.
+    a = activation_default(ActKind::kClip);
+    a.alpha = std::numeric_limits<float>::lowest();
+    a.beta = std::numeric_limits<float>::max();
     if (clip->opset() < 11) {
       a.alpha = clip->attr_min();
       a.beta = clip->attr_max();
     } else if (!const_scalar(req, 1, a.alpha) || !const_scalar(req, 2, a.beta)) {
       return false;
     }
-    if (std::isnan(a.alpha) || std::isnan(a.beta) || a.alpha > a.beta) return false;  // reference semantics differ
-    return eltwise_chain(a, ops);
+    return !std::isnan(a.alpha) && !std::isnan(a.beta) && a.alpha <= a.beta;  // else reference semantics differ
   }
-  if (req.inputs.size() != 1) return false;
-  if (const auto* act = dynamic_cast<const ActivationOp*>(req.op))
-    return eltwise_chain(act->activation(), ops) && !ops.empty();
-  static const std::pair<const char*, alg> math[] = {{"Exp", alg::eltwise_exp},
-                                                     {"Log", alg::eltwise_log},
-                                                     {"Sqrt", alg::eltwise_sqrt},
-                                                     {"Abs", alg::eltwise_abs},
-                                                     {"Neg", alg::eltwise_linear}};
+  if (const auto* act = dynamic_cast<const ActivationOp*>(req.op)) {
+    a = act->activation();
+    return req.inputs.size() == 1;
+  }
+  return false;
+}
+
+// Relu, Clip and HardSigmoid, whose oneDNN eltwise drops NaN, run as our own loop on the data in
+// whatever format the planner gave it (elementwise: the format does not matter, except that the
+// padded lanes of a blocked format must stay zero), so that a blocked tensor between two oneDNN
+// steps needs no reorder to plain and back. Written so that NaN compares false and stays.
+bool own_activation(const StepRequest& req, Activation& a) {
+  if (!activation_step(req, a) || nan_safe(a)) return false;
+  return a.kind == ActKind::kRelu || a.kind == ActKind::kClip || a.kind == ActKind::kHardSigmoid;
+}
+
+void activation_loop(const Activation& a, const float* x, float* y, int64_t n, int nth) {
+  const float al = a.alpha, be = a.beta;
+  const int threads = n >= (int64_t(1) << 15) ? std::max(1, nth) : 1;
+  switch (a.kind) {
+    case ActKind::kRelu:
+#pragma omp parallel for simd num_threads(threads)
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.f ? 0.f : x[i];
+      return;
+    case ActKind::kClip:
+#pragma omp parallel for simd num_threads(threads)
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i] < al ? al : x[i];
+        y[i] = v > be ? be : v;
+      }
+      return;
+    default:  // kHardSigmoid
+#pragma omp parallel for simd num_threads(threads)
+      for (int64_t i = 0; i < n; ++i) {
+        float v = al * x[i] + be;
+        v = v < 0.f ? 0.f : v;
+        y[i] = v > 1.f ? 1.f : v;
+      }
+      return;
+  }
+}
+
+std::unique_ptr<DnnlKernel> own_activation_create(const StepRequest& req, const Activation& a) {
+  const Dims d = req.in_dims(0);
+  const Format ls = req.in_format(0), ld = req.out_format(0);
+  auto k = std::make_unique<DnnlKernel>("infera activation");
+  // Different formats: a oneDNN reorder into the output first, then the loop in place there.
+  if (ls != ld) {
+    memory src = k->bind_input(0, md_of(d, ls)), dst = k->bind_output(0, md_of(d, ld));
+    k->add_step(dnnl::reorder(dnnl::reorder::primitive_desc(engine(), src.get_desc(), engine(), dst.get_desc(),
+                                                            user_scratchpad())),
+                {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
+  }
+  const int64_t b = d.size() == 4 ? std::max(1, format_channel_block(ld)) : 1;
+  const int64_t C = d.size() >= 2 ? d[1] : 1, cb = (C + b - 1) / b;
+  int64_t hw = 1;
+  for (size_t i = 2; i < d.size(); ++i) hw *= d[i];
+  const int64_t batch = d.empty() ? 1 : d[0];
+  const int64_t n = d.size() >= 2 ? batch * cb * b * hw : (d.empty() ? 1 : d[0]);
+  const bool fix_padding = b > 1 && C % b != 0;
+  k->set_after([a, ls, ld, n, b, C, cb, hw, batch, fix_padding](ComputeContext& ctx) {
+    float* y = ctx.out(0).ptr<float>();
+    const float* x = ls == ld ? ctx.in(0).ptr<const float>() : y;
+    activation_loop(a, x, y, n, ctx.num_threads);
+    if (!fix_padding) return;
+    for (int64_t i = 0; i < batch; ++i)  // f(0) may be non-zero (HardSigmoid): padded lanes back to 0
+      for (int64_t j = 0; j < hw; ++j)
+        for (int64_t c = C % b; c < b; ++c) y[((i * cb + cb - 1) * hw + j) * b + c] = 0.f;
+  });
+  k->set_impl(std::string(activation_name(a.kind)) + " loop (oneDNN's drops NaN)" + (ls != ld ? " (via reorder)" : ""));
+  return k;
+}
+
+bool plan_eltwise(const StepRequest& req, std::vector<EltOp>& ops) {
+  using alg = dnnl::algorithm;
+  const Node& n = *req.node;
+  if (!req.has_in(0) || req.in_dims(0) != req.out_dims(0) || req.outputs.size() != 1) return false;
+  Activation a;
+  if (activation_step(req, a)) return nan_safe(a) && eltwise_chain(a, ops) && !ops.empty();
+  if (req.inputs.size() != 1 || dynamic_cast<const ClipOp*>(req.op) || dynamic_cast<const ActivationOp*>(req.op))
+    return false;
+  // Exp is left out: oneDNN's eltwise_exp gives exp(NaN) = +Inf (measured, oneDNN 2.6).
+  static const std::pair<const char*, alg> math[] = {
+      {"Log", alg::eltwise_log}, {"Sqrt", alg::eltwise_sqrt}, {"Abs", alg::eltwise_abs}, {"Neg", alg::eltwise_linear}};
   for (const auto& [name, a] : math)
     if (n.op_type == name) {
       ops = {{a, a == alg::eltwise_linear ? -1.f : 0.f, 0.f}};
@@ -92,7 +186,8 @@ InPlaceData bind_data(DnnlKernel& k, const StepRequest& req,
 
 Support eltwise_query(const StepRequest& req) {
   std::vector<EltOp> ops;
-  if (!plan_eltwise(req, ops))
+  Activation own;
+  if (!plan_eltwise(req, ops) && !own_activation(req, own))
     return Support::no("an activation oneDNN has no eltwise for (or Clip bounds not constant)");
   Support s;
   s.ok = true;
@@ -105,6 +200,8 @@ Support eltwise_query(const StepRequest& req) {
 std::unique_ptr<DnnlKernel> eltwise_create(const StepRequest& req) {
   using namespace dnnl;
   std::vector<EltOp> ops;
+  Activation own;
+  if (own_activation(req, own)) return own_activation_create(req, own);
   if (!plan_eltwise(req, ops)) return nullptr;
   auto make_pd = [](const EltOp& e, const memory::desc& md) {
     return eltwise_forward::primitive_desc({prop_kind::forward_inference, e.alg, md, e.alpha, e.beta},
@@ -199,8 +296,10 @@ bool plan_binary(const StepRequest& req, BinaryPlan& p) {
   switch (op->kind()) {
     case BinaryKind::kAdd: p.alg = alg::binary_add; break;
     case BinaryKind::kMul: p.alg = alg::binary_mul; break;
-    case BinaryKind::kMax: p.alg = alg::binary_max; break;
-    case BinaryKind::kMin: p.alg = alg::binary_min; break;
+    // binary_max/min return src1 where src0 is NaN (max/min instructions): Max(NaN, 1) = 1, where
+    // the reference gives NaN. Declined: the reference kernel runs them.
+    case BinaryKind::kMax:
+    case BinaryKind::kMin: return false;
     case BinaryKind::kSub: p.alg = alg::binary_sub, commutative = false; break;
     case BinaryKind::kDiv: p.alg = alg::binary_div, commutative = false; break;
     default: return false;

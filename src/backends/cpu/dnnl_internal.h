@@ -63,6 +63,8 @@ class DnnlKernel : public StepKernel {
   // Adds a primitive (made with user_scratchpad()) with its arguments, in execution order.
   void add_step(const dnnl::primitive& p, const std::unordered_map<int, memory>& args);
   void set_impl(const std::string& s) { impl_ = s; }
+  // Runs after the primitives, on the bound buffers (e.g. the max pools' NaN fix-up).
+  void set_after(std::function<void(ComputeContext&)> f) { after_ = std::move(f); }
 
   Status run(ComputeContext& ctx) const override;
   std::unique_ptr<KernelState> make_state() const override;
@@ -96,6 +98,7 @@ class DnnlKernel : public StepKernel {
   std::vector<Slot> slots_;
   std::vector<Step> steps_;
   size_t temp_bytes_ = 0, scratchpad_bytes_ = 0, weight_bytes_ = 0;
+  std::function<void(ComputeContext&)> after_;
 };
 
 // Reorders src memory into a new owned memory of md (weights into the primitive's format).

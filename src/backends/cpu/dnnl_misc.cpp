@@ -39,8 +39,15 @@ bool plan_softmax(const StepRequest& req, SoftmaxPlan& p) {
 
 }  // namespace
 
+// oneDNN's softmax takes the row maximum with max instructions that skip NaN and gives 0s for
+// a row with NaN or +Inf, where the reference (and ONNX Runtime) give NaN (issue 7): every
+// Softmax/LogSoftmax runs on the reference kernel. plan_softmax stays for when a NaN-keeping
+// oneDNN is the one linked.
+constexpr bool kDnnlSoftmaxKeepsNaN = false;
+
 Support softmax_query(const StepRequest& req) {
   SoftmaxPlan p;
+  if (!kDnnlSoftmaxKeepsNaN) return Support::no("oneDNN's softmax drops NaN (a row with NaN or +Inf gives 0s)");
   if (!plan_softmax(req, p)) return Support::no("a Softmax oneDNN does not take (Hardmax, rank > 6, empty)");
   Support s;
   s.ok = true;
@@ -50,7 +57,7 @@ Support softmax_query(const StepRequest& req) {
 std::unique_ptr<DnnlKernel> softmax_create(const StepRequest& req) {
   using namespace dnnl;
   SoftmaxPlan p;
-  if (!plan_softmax(req, p)) return nullptr;
+  if (!kDnnlSoftmaxKeepsNaN || !plan_softmax(req, p)) return nullptr;
   const memory::desc md = plain_md(p.dims);
   const bool log = p.log;
   auto k = std::make_unique<DnnlKernel>(log ? "dnnl logsoftmax" : "dnnl softmax");

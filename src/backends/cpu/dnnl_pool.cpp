@@ -2,7 +2,11 @@
 // (dilations); shapes and pads from pool_resolve (ops/pool.h). ceil_mode becomes extra right
 // padding so that the output matches the reference's infer(); cases whose semantics differ
 // (count_include_pad over that extra padding, windows wholly outside the input, the Indices
-// output) are declined. Mixed layouts compute in one layout with a reorder.
+// output) are declined. Mixed layouts compute in one layout with a reorder. Max pools keep NaN
+// (nan_fixup).
+#include <cmath>
+#include <limits>
+
 #include "backends/cpu/dnnl_internal.h"
 #include "ops/pool.h"
 
@@ -69,6 +73,53 @@ bool plan_pool(const StepRequest& req, PoolPlan& p) {
   return true;
 }
 
+// pooling_max skips NaN (max instructions that return the other operand), where the reference
+// and ONNX Runtime give NaN for a window holding one (issue 7). After the primitive, the input is
+// scanned for NaN (one read of it, vectorized: the common all-finite case costs that only); when
+// there is one, every output whose window holds a NaN is set to NaN. Reads the input and writes
+// the output in their bound formats (plain, or nChw8c/16c: channel c at block c / b, lane c % b).
+std::function<void(ComputeContext&)> nan_fixup(const PoolPlan& p, Format ls, Format ld) {
+  const int64_t bi = std::max(1, format_channel_block(ls)), bo = std::max(1, format_channel_block(ld));
+  return [p, bi, bo](ComputeContext& ctx) {
+    const float* x = ctx.in(0).ptr<const float>();
+    float* y = ctx.out(0).ptr<float>();
+    const int64_t N = p.x[0], C = p.x[1], H = p.x[2], W = p.x[3], OH = p.y[2], OW = p.y[3];
+    const int64_t cbi = (C + bi - 1) / bi, cbo = (C + bo - 1) / bo;
+    const int64_t total = N * cbi * bi * H * W;  // padded lanes are zero: scanned too
+    int any = 0;
+    const int64_t chunks = (total + 4095) / 4096;
+#pragma omp parallel for num_threads(std::max(1, ctx.num_threads)) reduction(| : any) if (chunks > 16)
+    for (int64_t j = 0; j < chunks; ++j) {
+      const int64_t i1 = std::min(total, (j + 1) * 4096);
+      int chunk = 0;
+      for (int64_t i = j * 4096; i < i1; ++i) chunk |= x[i] != x[i];  // no early exit: vectorizes
+      any |= chunk;
+    }
+    if (!any) return;
+    auto xi = [&](int64_t n, int64_t c, int64_t h, int64_t w) {
+      return ((n * cbi + c / bi) * H * W + h * W + w) * bi + c % bi;
+    };
+    auto yi = [&](int64_t n, int64_t c, int64_t h, int64_t w) {
+      return ((n * cbo + c / bo) * OH * OW + h * OW + w) * bo + c % bo;
+    };
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            bool nan = false;
+            for (int64_t kh = 0; kh < p.kernel[0] && !nan; ++kh) {
+              const int64_t h = oh * p.strides[0] - p.pad_l[0] + kh * (p.dilates[0] + 1);
+              if (h < 0 || h >= H) continue;
+              for (int64_t kw = 0; kw < p.kernel[1] && !nan; ++kw) {
+                const int64_t w = ow * p.strides[1] - p.pad_l[1] + kw * (p.dilates[1] + 1);
+                if (w >= 0 && w < W) nan = std::isnan(x[xi(n, c, h, w)]);
+              }
+            }
+            if (nan) y[yi(n, c, oh, ow)] = std::numeric_limits<float>::quiet_NaN();
+          }
+  };
+}
+
 }  // namespace
 
 Support pool_query(const StepRequest& req) {
@@ -102,6 +153,7 @@ std::unique_ptr<DnnlKernel> pool_create(const StepRequest& req) {
   OutputAs out = output_as(*k, 0, md_of(p.y, ld), pd.dst_desc());
   k->add_step(pooling_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out.compute}});
   out.finish(*k);
+  if (p.alg == algorithm::pooling_max) k->set_after(nan_fixup(p, ls, ld));
   return k;
 }
 

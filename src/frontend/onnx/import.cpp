@@ -1,15 +1,19 @@
 #include "frontend/onnx/import.h"
 
+#include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <new>
 #include <set>
 #include <sstream>
 
@@ -44,6 +48,8 @@ Result<std::string> resolve_external(const std::string& model_dir, const std::st
     if (part == "..") return Status::error(what + ": external data location '" + loc + "' leaves the model's folder");
   if (loc.find('\\') != std::string::npos)
     return Status::error(what + ": external data location '" + loc + "' contains a backslash");
+  if (loc.find('\0') != std::string::npos)  // the path would end there: 'ok.bin\0../../x' reads ok.bin
+    return Status::error(what + ": external data location '" + loc + "' contains a NUL byte");
   std::string path = model_dir + "/" + loc;
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) return Status::error(what + ": external data file '" + loc + "' not found");
@@ -60,6 +66,7 @@ Result<std::string> resolve_external(const std::string& model_dir, const std::st
   return path;
 }
 
+// Reads the external data of tp into dst (nbytes); dst == nullptr only checks that it is there.
 Status read_external(const onnx::TensorProto& tp, const std::string& model_dir, const std::string& what, void* dst,
                      size_t nbytes) {
   std::string loc;
@@ -78,8 +85,19 @@ Status read_external(const onnx::TensorProto& tp, const std::string& model_dir, 
   }
   auto path = resolve_external(model_dir, loc, what);
   if (!path.is_ok()) return path.status();
+  // Opened without following a link and without blocking (a FIFO swapped in after the checks
+  // above), then checked again on the descriptor: what is read is what was checked (no TOCTOU
+  // window through the last path component).
+  const int fd = ::open(path.value().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Status::error(what + ": cannot open external data '" + loc + "': " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st;
-  if (stat(path.value().c_str(), &st) != 0) return Status::error(what + ": cannot stat external data '" + loc + "'");
+  if (fstat(fd, &st) != 0) return Status::error(what + ": cannot stat external data '" + loc + "'");
+  if (!S_ISREG(st.st_mode) || st.st_nlink > 1)
+    return Status::error(what + ": external data file '" + loc + "' changed while it was checked");
   if (length < 0) length = static_cast<int64_t>(nbytes);
   if (static_cast<size_t>(length) != nbytes)
     return Status::error(what + ": external data length " + std::to_string(length) + " does not match the " +
@@ -88,10 +106,14 @@ Status read_external(const onnx::TensorProto& tp, const std::string& model_dir, 
     return Status::error(what + ": external data offset " + std::to_string(offset) + " + length " +
                          std::to_string(length) + " is beyond the end of '" + loc + "' (" + std::to_string(st.st_size) +
                          " bytes)");
-  std::ifstream f(path.value(), std::ios::binary);
-  f.seekg(offset);
-  f.read(static_cast<char*>(dst), length);
-  if (!f || f.gcount() != length) return Status::error(what + ": short read of external data '" + loc + "'");
+  if (!dst) return Status::ok();  // the check before allocating
+  char* out = static_cast<char*>(dst);
+  for (int64_t done = 0; done < length;) {
+    const ssize_t r = ::pread(fd, out + done, static_cast<size_t>(length - done), offset + done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return Status::error(what + ": short read of external data '" + loc + "'");
+    done += r;
+  }
   return Status::ok();
 }
 
@@ -190,9 +212,21 @@ Result<std::string> read_binary_file(const std::string& path, const std::string&
   if (!S_ISREG(st.st_mode)) return Status::error(path + ": " + what + " is not a regular file");
   if (st.st_size > max_bytes)
     return Status::error(path + ": " + what + " larger than " + std::to_string((max_bytes + 1) >> 30) + " GiB");
+  // The whole file is held in memory: a size the process cannot get (RLIMIT_AS, cgroup) is an
+  // error value here, not a std::bad_alloc out of the public API (load_tensor_file).
+  if (static_cast<uint64_t>(st.st_size) > host_memory_bytes())
+    return Status::error(StatusCode::kOutOfMemory, path + ": " + what + " of " + std::to_string(st.st_size) +
+                                                       " bytes does not fit in the memory this process may use (" +
+                                                       std::to_string(host_memory_bytes()) + " bytes)");
   std::ifstream f(path, std::ios::binary);
   if (!f) return Status::error(path + ": cannot open " + what);
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  std::string bytes;
+  try {
+    bytes.assign(static_cast<size_t>(st.st_size), '\0');
+  } catch (const std::bad_alloc&) {
+    return Status::error(StatusCode::kOutOfMemory,
+                         path + ": out of memory reading " + what + " of " + std::to_string(st.st_size) + " bytes");
+  }
   f.read(bytes.data(), st.st_size);
   if (f.gcount() != st.st_size) return Status::error(path + ": short read of " + what);
   return bytes;
@@ -240,9 +274,14 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
       }
       if (have != n) return count_mismatch("typed data field", have);
     }
+  } else {
+    // The file, offset and length checked before allocating (fuzz_tensor_pb: a 424-byte .pb with
+    // an external location it may not have made us zero 1.3 GB first); read after.
+    Status s = read_external(tp, model_dir, what, nullptr, nbytes);
+    if (!s.is_ok()) return s;
   }
   auto r = Tensor::make(dt, dims);
-  if (!r.is_ok()) return Status::error(what + ": " + r.message());
+  if (!r.is_ok()) return r.status().prefixed(what + ": ");  // keeps kOutOfMemory
   Tensor t = r.take();
   if (external || tp.has_raw_data()) {
     if (external) {

@@ -1,0 +1,8 @@
+¥(Bkj
+lgcRtnp¥¥¥(Bkj
+lgcRtioeights.binpBkBkjJlgca.binp¥¥¥(j
+lgcRtionwei™—‹BkjJlgca.binp,¥¥(BkjlgcRtnp¥¥¥(Bkj
+lgcRtioeights.binpp¥¥¥(Bkj
+lgcRtioeights.binpBkBkjJlgca.ÿ*np¥¥¥(j
+lgcRtionwei™—‹BkjJlgca.binp,¥¥(BkBkjJlgca.binp¥¥¥(j
+lgcRtionwei™—‹ŒÑ–Œp

@@ -1,0 +1,190 @@
+// NaN and Inf semantics on every backend (issue 7): each case runs through the conformance harness
+// on every backend that claims it, against the reference, where a NaN must meet a NaN and an Inf
+// the same Inf (op_test_util.h). The reference itself is checked against the rule "NaN in, NaN out"
+// first, since the harness only compares with it. A backend may decline a case (the reference then
+// runs it); what it takes must match.
+#include <cmath>
+#include <limits>
+
+#include "backend_harness.h"
+
+namespace infera::test {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Random values in [lo, hi) with NaN, +Inf, -Inf, -0 and 0 sprinkled in (every 7th, 11th, 13th...).
+Tensor with_specials(std::vector<int64_t> dims, uint32_t seed, float lo = -3.f, float hi = 3.f) {
+  Tensor t = random_tensor(std::move(dims), seed, lo, hi);
+  float* p = t.data_as<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (i % 7 == 3) p[i] = kNaN;
+    if (i % 11 == 5) p[i] = kInf;
+    if (i % 13 == 6) p[i] = -kInf;
+    if (i % 17 == 8) p[i] = -0.f;
+  }
+  return t;
+}
+
+// The reference gives NaN at every NaN input of an elementwise op.
+void expect_ref_keeps_nan(const OpCase& c, const std::string& what) {
+  auto ref = run_op(c.op, c.attrs, c.inputs, 1, c.opset, c.const_inputs, c.domain);
+  ASSERT_TRUE(ref.is_ok()) << what << ": " << ref.message();
+  const float* x = c.inputs[0].data_as<float>();
+  const float* y = ref.value()[0].data_as<float>();
+  int64_t nans = 0;
+  for (int64_t i = 0; i < c.inputs[0].numel(); ++i)
+    if (std::isnan(x[i])) {
+      ++nans;
+      EXPECT_TRUE(std::isnan(y[i])) << what << ": reference maps NaN at " << i << " to " << y[i];
+    }
+  EXPECT_GT(nans, 0) << what << ": the case has no NaN";
+}
+
+TEST(NanSemantics, ReferenceActivationsKeepNaN) {
+  // The issue's case: HardSigmoid(NaN) was 1 in the reference.
+  for (const char* op : {"Relu", "HardSigmoid", "HardSwish", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Selu", "Softplus",
+                         "Softsign", "Mish", "Gelu", "ThresholdedRelu", "Celu"}) {
+    OpCase c;
+    c.op = op;
+    c.opset = 20;
+    c.inputs = {with_specials({4, 9}, 3)};
+    expect_ref_keeps_nan(c, op);
+  }
+  OpCase h;
+  h.op = "HardSigmoid";
+  h.inputs = {make_tensor<float>(DataType::kFloat32, {1}, {kNaN})};
+  auto r = run_op(h.op, {}, h.inputs, 1, 17, {});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_TRUE(std::isnan(r.value()[0].data_as<float>()[0]))
+      << "HardSigmoid(NaN) = " << r.value()[0].data_as<float>()[0];
+}
+
+TEST(NanSemantics, UnaryOnEveryBackend) {
+  struct U {
+    const char* op;
+    Attrs attrs;
+  };
+  const std::vector<U> ops{{"Relu", {}},
+                           {"LeakyRelu", {{"alpha", attr_f(0.2f)}}},
+                           {"Sigmoid", {}},
+                           {"Tanh", {}},
+                           {"Elu", {{"alpha", attr_f(0.7f)}}},
+                           {"HardSigmoid", {{"alpha", attr_f(0.3f)}, {"beta", attr_f(0.4f)}}},
+                           {"HardSwish", {}},
+                           {"Selu", {}},
+                           {"Softplus", {}},
+                           {"Exp", {}},
+                           {"Log", {}},
+                           {"Sqrt", {}},
+                           {"Abs", {}},
+                           {"Neg", {}},
+                           {"Mish", {}},
+                           {"Gelu", {}}};
+  uint32_t seed = 7000;
+  for (const U& u : ops)
+    for (auto dims : {std::vector<int64_t>{2, 20, 5, 3}, std::vector<int64_t>{7, 33}}) {
+      OpCase c;
+      c.op = u.op;
+      c.opset = std::string(u.op) == "Gelu" ? 20 : 17;
+      c.attrs = u.attrs;
+      c.inputs = {with_specials(dims, seed++)};
+      expect_ref_keeps_nan(c, u.op);
+      check_case(c, std::string(u.op) + " with NaN/Inf " + Shape::of(dims).str(), {});
+    }
+}
+
+TEST(NanSemantics, ClipOnEveryBackend) {
+  // Without bounds (opset 13, no min/max), with constant bounds, and opset 6 attributes.
+  OpCase none;
+  none.op = "Clip";
+  none.opset = 13;
+  none.inputs = {with_specials({2, 17, 4, 4}, 11)};
+  expect_ref_keeps_nan(none, "Clip without bounds");
+  check_case(none, "Clip without bounds", {});
+  OpCase relu6 = none;
+  relu6.inputs.push_back(make_tensor<float>(DataType::kFloat32, {}, {0.f}));
+  relu6.inputs.push_back(make_tensor<float>(DataType::kFloat32, {}, {6.f}));
+  relu6.const_inputs = {1, 2};
+  expect_ref_keeps_nan(relu6, "Clip(0, 6)");
+  check_case(relu6, "Clip(0, 6)", {});
+  OpCase clip6;
+  clip6.op = "Clip";
+  clip6.opset = 6;
+  clip6.attrs = {{"min", attr_f(-0.3f)}, {"max", attr_f(0.6f)}};
+  clip6.inputs = {with_specials({2, 17, 4, 4}, 12)};
+  expect_ref_keeps_nan(clip6, "Clip opset 6");
+  check_case(clip6, "Clip opset 6 with NaN", {});
+}
+
+TEST(NanSemantics, BinaryOnEveryBackend) {
+  uint32_t seed = 7100;
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"})
+    for (bool nan_in_full : {true, false}) {
+      OpCase c;
+      c.op = op;
+      Tensor full = nan_in_full ? with_specials({2, 20, 5, 6}, seed++) : random_tensor({2, 20, 5, 6}, seed++);
+      Tensor b = nan_in_full ? random_tensor({1, 20, 1, 1}, seed++, 0.5f, 1.5f) : with_specials({1, 20, 1, 1}, seed++);
+      c.inputs = {full, b};
+      c.const_inputs = {1};
+      check_case(c, std::string(op) + (nan_in_full ? " NaN in A" : " NaN in B (broadcast)"), {});
+    }
+}
+
+TEST(NanSemantics, SoftmaxRowsWithNaNOrInf) {
+  // Rows: one NaN; +Inf; -Inf; two +Inf; all -Inf; ordinary. The reference's answer is what
+  // exp/sum give (NaN rows for NaN or +Inf, the -Inf entries 0), checked here first.
+  const std::vector<float> rows = {1,     kNaN,  2,     3,      //
+                                   1,     kInf,  2,     3,      //
+                                   1,     -kInf, 2,     3,      //
+                                   kInf,  kInf,  0,     1,      //
+                                   -kInf, -kInf, -kInf, -kInf,  //
+                                   0.5f,  -1,    2,     0};
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    OpCase c;
+    c.op = op;
+    c.opset = 13;
+    c.attrs = {{"axis", attr_i(-1)}};
+    c.inputs = {make_tensor<float>(DataType::kFloat32, {6, 4}, rows)};
+    auto ref = run_op(op, c.attrs, c.inputs, 1, 13, {});
+    ASSERT_TRUE(ref.is_ok()) << ref.message();
+    const float* y = ref.value()[0].data_as<float>();
+    for (int j = 0; j < 4; ++j) EXPECT_TRUE(std::isnan(y[j])) << op << ": the NaN row, entry " << j << " = " << y[j];
+    EXPECT_TRUE(std::isfinite(y[20]) && std::isfinite(y[23])) << op << ": the ordinary row";
+    check_case(c, std::string(op) + " over rows with NaN/Inf", {});
+  }
+}
+
+TEST(NanSemantics, MaxPoolWithNaN) {
+  uint32_t seed = 7200;
+  struct P {
+    std::vector<int64_t> k, s, pads;
+  };
+  for (const P& p :
+       {P{{3, 3}, {2, 2}, {1, 1, 1, 1}}, P{{2, 2}, {2, 2}, {0, 0, 0, 0}}, P{{3, 3}, {1, 1}, {0, 0, 0, 0}}}) {
+    OpCase c;
+    c.op = "MaxPool";
+    c.attrs = {{"kernel_shape", attr_ints(p.k)}, {"strides", attr_ints(p.s)}, {"pads", attr_ints(p.pads)}};
+    Tensor x = random_tensor({1, 20, 9, 9}, seed++);
+    float* d = x.data_as<float>();
+    for (int64_t i = 0; i < x.numel(); i += 37) d[i] = kNaN;  // a NaN in some windows, not all
+    for (int64_t i = 5; i < x.numel(); i += 53) d[i] = kInf;
+    c.inputs = {x};
+    auto ref = run_op("MaxPool", c.attrs, c.inputs, 1, 17, {});
+    ASSERT_TRUE(ref.is_ok()) << ref.message();
+    int64_t nans = 0;
+    for (int64_t i = 0; i < ref.value()[0].numel(); ++i) nans += std::isnan(ref.value()[0].data_as<float>()[i]);
+    EXPECT_GT(nans, 0) << "the reference MaxPool must propagate NaN";
+    check_case(c, "MaxPool with NaN k" + std::to_string(p.k[0]) + " s" + std::to_string(p.s[0]), {});
+  }
+  OpCase g;
+  g.op = "GlobalMaxPool";
+  Tensor x = random_tensor({2, 20, 5, 5}, seed++);
+  x.data_as<float>()[30] = kNaN;
+  g.inputs = {x};
+  check_case(g, "GlobalMaxPool with NaN", {});
+}
+
+}  // namespace
+}  // namespace infera::test
