@@ -197,7 +197,64 @@ gpu_builds() {
 }
 
 # shellcheck disable=SC2317
-#   suites: format unit conformance models badinput hostile cli install python gpu sanitize   (default: all, in that order)
+# Python package (python/, tests/python with pytest): the extension built into $BUILD_DIR with
+# -DINFERA_PYTHON=ON (the package assembled in $BUILD_DIR/python, imported from there), then pytest;
+# its summary becomes the count line (errors count as failures; GPU cases skip visibly without a GPU).
+python_tests() {
+  local out rc py last p f s n
+  py=$PYTHON
+  [[ "$py" == */* ]] && py="$(cd "$(dirname "$py")" && pwd)/$(basename "$py")"  # absolute, venv kept
+  if ! "$py" -c "import nanobind, pytest" >/dev/null 2>&1; then
+    echo "python: nanobind or pytest missing in $py (bash scripts/setup_debian.sh)"; echo "0 passed, 1 failed"
+    return 1
+  fi
+  if ! { cmake -S . -B "$BUILD_DIR" -DINFERA_PYTHON=ON -DPython_EXECUTABLE="$(command -v "$py")" \
+           >"$LOG_DIR/build-python.log" 2>&1 \
+         && cmake --build "$BUILD_DIR" -j"$jobs" --target infera_python >>"$LOG_DIR/build-python.log" 2>&1; }; then
+    grep -m 5 -E 'error|Error' "$LOG_DIR/build-python.log"; echo "python: build failed (log: $LOG_DIR/build-python.log)"
+    echo "0 passed, 1 failed"
+    return 1
+  fi
+  out=$(PYTHONPATH="$BUILD_DIR/python" "$py" -m pytest tests/python -q -rs -p no:cacheprovider 2>&1)
+  rc=$?
+  echo "$out"
+  last=$(tail -n 1 <<<"$out")
+  p=$(grep -oE '[0-9]+ passed' <<<"$last" | grep -oE '[0-9]+' || true)
+  f=0
+  for n in $(grep -oE '[0-9]+ (failed|errors?)' <<<"$last" | grep -oE '^[0-9]+'); do f=$((f + n)); done
+  s=$(grep -oE '[0-9]+ skipped' <<<"$last" | grep -oE '[0-9]+' || true)
+  p=${p:-0} s=${s:-0}
+  [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+  echo "$p passed, $f failed, $s skipped"
+  [ "$rc" -eq 0 ]
+}
+
+# shellcheck disable=SC2317
+# ASan+UBSan (LSan on, fault hooks in) build of unit + badinput + hostile, then a TSan build of the
+# concurrency tests; own folders ($BUILD_DIR-asan, $BUILD_DIR-tsan), ccache shared with the others.
+# One count line for both.
+sanitize_suite() {
+  local p=0 f=0 rc=0 out last
+  for mode in asan tsan; do
+    if [ "$mode" = asan ]; then
+      out=$(BUILD_DIR=$BUILD_DIR-asan bash scripts/test_sanitizers.sh --only unit,badinput,hostile --jobs "$jobs" 2>&1)
+    else
+      out=$(BUILD_DIR=$BUILD_DIR-tsan bash scripts/test_sanitizers.sh --tsan --jobs "$jobs" 2>&1)
+    fi
+    [ $? -ne 0 ] && rc=1
+    echo "$out"
+    last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -n 1)
+    if [[ "$last" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+      p=$((p + BASH_REMATCH[1])) f=$((f + BASH_REMATCH[2]))
+    else
+      f=$((f + 1))
+    fi
+  done
+  echo "$p passed, $f failed"
+  [ "$rc" -eq 0 ] && [ "$f" -eq 0 ]
+}
+
+export -f unit_tests model_tests format_check gpu_builds python_tests sanitize_suite  # so that `timeout bash -c` can run them
 wanted format && run_suite format 300 bash -c format_check
 wanted unit && run_suite unit 1800 bash -c unit_tests
 wanted conformance && run_suite conformance 1800 bash tests/conformance/run_conformance.sh
