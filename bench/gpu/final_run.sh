@@ -13,14 +13,7 @@
 # Usage: bash bench/gpu/final_run.sh STAGE_TARBALL PEER_PY [TOTAL_S]
 set -u
 stage=${1:?stage tarball}; peer=${2:?torch_peer.py}; total=${3:-520}
-out=${OUT:-/tmp/out}; mkdir -p "$out"
-root=$(pwd); start=$SECONDS
-left() { echo $((total - (SECONDS - start))); }
-bin=/tmp/infera-stage; rm -rf "$bin"; mkdir -p "$bin"; tar -C "$bin" -xJf "$stage"
-nv=$(python3 -c 'import nvidia; print(list(nvidia.__path__)[0])' 2>/dev/null)
-libs=""
-for d in "$nv"/cudnn/lib "$nv"/*/lib; do [[ -d $d ]] && libs="$libs:$d"; done
-export LD_LIBRARY_PATH="$bin/lib${libs}:/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+. "$(dirname "$0")/../../tests/gpu/device_env.sh"
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv
   ldd "$bin/infera" | grep -E "cudnn|cublas|not found"

@@ -6,14 +6,8 @@
 # Usage: bash bench/gpu/perfdb_run.sh STAGE_TARBALL NODE_TESTS_TARBALL [TOTAL_S]
 set -u
 stage=${1:?stage tarball}; nodes=${2:?node tests tarball}; total=${3:-420}
-out=${OUT:-/tmp/out}; mkdir -p "$out"; log=$out/log.txt
-root=$(pwd); start=$SECONDS
-left() { echo $((total - (SECONDS - start))); }
-bin=/tmp/infera-stage; rm -rf "$bin"; mkdir -p "$bin"; tar -C "$bin" -xJf "$stage"
-nv=$(python3 -c 'import nvidia; print(list(nvidia.__path__)[0])' 2>/dev/null)
-libs=""
-for d in "$nv"/cudnn/lib "$nv"/*/lib; do [[ -d $d ]] && libs="$libs:$d"; done
-export LD_LIBRARY_PATH="$bin/lib${libs}:/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+. "$(dirname "$0")/../../tests/gpu/device_env.sh"
+log=$out/log.txt
 exec > >(tee -a "$log") 2>&1
 date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 

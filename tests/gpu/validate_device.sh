@@ -9,14 +9,7 @@
 # Usage: bash tests/gpu/validate_device.sh STAGE_TARBALL NODE_TESTS_TARBALL [TOTAL_S]
 set -u
 stage=${1:?stage tarball}; nodes=${2:?node tests tarball}; total=${3:-540}
-out=${OUT:-/tmp/out}; mkdir -p "$out"
-root=$(pwd); start=$SECONDS
-left() { echo $((total - (SECONDS - start))); }
-bin=/tmp/infera-stage; rm -rf "$bin"; mkdir -p "$bin"; tar -C "$bin" -xJf "$stage"
-nv=$(python3 -c 'import nvidia; print(list(nvidia.__path__)[0])' 2>/dev/null)
-libs=""
-for d in "$nv"/cudnn/lib "$nv"/*/lib; do [[ -d $d ]] && libs="$libs:$d"; done
-export LD_LIBRARY_PATH="$bin/lib${libs}:/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+. "$(dirname "$0")/device_env.sh"
 {
   date -u; git -C "$root" log -1 --format='git %h %s' 2>/dev/null
   nvidia-smi --query-gpu=name,driver_version --format=csv

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli.h"
+#include "tune/json.h"
 
 namespace infera::cli {
 
@@ -155,41 +156,8 @@ std::string bytes_str(size_t n) {
   return b;
 }
 
-// The length of the valid UTF-8 sequence at s[i], or 0.
-static size_t utf8_len(const std::string& s, size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
-  const auto c1 = static_cast<unsigned char>(s[i + 1]);
-  if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 >= 0xa0) || (c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 >= 0x90))
-    return 0;  // overlong, surrogate or beyond U+10FFFF
-  return n;
-}
-
-std::string json_str(const std::string& s) {
-  std::string r = "\"";
-  for (size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == '"' || c == '\\') {
-      r += '\\';
-      r += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      char b[8];
-      snprintf(b, sizeof b, "\\u%04x", c);
-      r += b;
-    } else if (c < 0x80) {
-      r += static_cast<char>(c);
-    } else if (size_t n = utf8_len(s, i)) {
-      r += s.substr(i, n);
-      i += n - 1;
-    } else {
-      r += "\\ufffd";  // a name from a model need not be UTF-8; the JSON must be
-    }
-  }
-  return r + "\"";
-}
+// A model's names need not be UTF-8; the JSON must be: one quoting rule, the perf DB's.
+std::string json_str(const std::string& s) { return json::quote(s); }
 
 std::string utc_now_iso8601() {
   std::time_t t = std::time(nullptr);

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Builds summary.json and chart.png of this folder from the infera bench JSONs and the PyTorch peer's
+"""Builds summary.json and chart.png of this folder (or of the folder given) from the infera bench JSONs and the PyTorch peer's
 lines (torch-peer.jsonl), all from one device call. Ratio = PyTorch median ms / infera p50 ms (>1: faster)."""
-import json, os
-HERE = os.path.dirname(os.path.abspath(__file__))
+import json, os, sys
+# The folder of a later run as the argument (its files missing here are left out), else this one.
+HERE = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
 peer = [json.loads(l) for l in open(os.path.join(HERE, "torch-peer.jsonl"))]
 def tp(model, dtype, batch, kind):
     for p in peer:
@@ -14,6 +15,8 @@ runs = [("resnet50", "fp32", "infera-resnet50-fp32.json"), ("resnet50", "tf32", 
         ("mobilenet_v2", "fp16", "infera-mobilenet_v2-fp16.json"), ("efficientnet_b0", "fp16", "infera-efficientnet_b0-fp16.json")]
 rows = []
 for model, mode, f in runs:
+    if not os.path.isfile(os.path.join(HERE, f)):
+        continue
     d = json.load(open(os.path.join(HERE, f)))
     dtype = mode.split()[0]
     for r in d["results"]:
