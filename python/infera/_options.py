@@ -1,5 +1,6 @@
 """SessionOptions, RunOptions and the provider names, shaped like ONNX Runtime's (see docs/python.md)."""
 import enum
+import os
 import warnings
 
 from . import _infera
@@ -36,8 +37,10 @@ class SessionOptions:
     ``max_run_contexts`` (concurrent runs kept warm per plan; 0 = cores), ``allow_tf32``,
     ``vendor_libraries`` (cuDNN/cuBLASLt candidates on the GPU), ``enable_graph`` (GPU graphs:
     None = auto, True, False), ``verbose`` (-1: from INFERA_VERBOSE; 1: print each plan).
-    ``memory_budget_bytes`` and ``perf_db`` are reserved for the issues that add them to the C++
-    API: setting them now raises infera.Unsupported rather than being ignored.
+    ``perf_db``: the performance database of algorithm choices (a path; None = the default file,
+    $XDG_CACHE_HOME/infera/perfdb.json; "none" = no database), as ``infera --perf-db``.
+    ``memory_budget_bytes`` is reserved for the issue that adds it to the C++ API: setting it now
+    raises infera.Unsupported rather than being ignored.
     """
 
     __slots__ = ("intra_op_num_threads", "inter_op_num_threads", "graph_optimization_level", "execution_mode",
@@ -100,8 +103,12 @@ class SessionOptions:
                                       "optimized models")
         if self.memory_budget_bytes:
             raise _infera.Unsupported("SessionOptions.memory_budget_bytes: not in this version's C++ API yet")
-        if self.perf_db is not None:
-            raise _infera.Unsupported("SessionOptions.perf_db: not in this version's C++ API yet (the tuning issue)")
+        perf_db = "" if self.perf_db is None else self.perf_db
+        if isinstance(perf_db, os.PathLike):
+            perf_db = os.fspath(perf_db)
+        if not isinstance(perf_db, str):
+            raise _infera.InvalidInput("SessionOptions.perf_db must be None, a path or \"none\", found %r"
+                                       % (self.perf_db,))
         graph = {None: "auto", True: "on", False: "off"}.get(self.enable_graph)
         if graph is None:
             raise _infera.InvalidInput("SessionOptions.enable_graph must be None, True or False, found %r"
@@ -124,7 +131,7 @@ class SessionOptions:
                     num_threads=integer("intra_op_num_threads"), optimize=level != GraphOptimizationLevel.ORT_DISABLE_ALL,
                     max_cached_plans=integer("max_cached_plans", 1), max_run_contexts=integer("max_run_contexts"),
                     allow_tf32=bool(self.allow_tf32), vendor_libraries=bool(self.vendor_libraries), gpu_graphs=graph,
-                    verbose=verbose)
+                    verbose=verbose, perf_db=perf_db)
 
 
 class RunOptions:

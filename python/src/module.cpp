@@ -298,7 +298,7 @@ class PySession {
 PySession load(nb::handle model, const std::string& model_dir, const std::string& device, const std::string& precision,
                const std::vector<std::string>& backends, int num_threads, bool optimize, int max_cached_plans,
                int max_run_contexts, bool allow_tf32, bool vendor_libraries, const std::string& gpu_graphs,
-               int verbose) {
+               int verbose, const std::string& perf_db) {
   SessionOptions o;
   auto dev = Device::parse(device);
   if (!dev.is_ok()) raise_status(dev.status());
@@ -322,6 +322,7 @@ PySession load(nb::handle model, const std::string& model_dir, const std::string
   else
     raise_error(StatusCode::kInvalidInput, "enable_graph must be None (auto), True or False");
   o.verbose = verbose;
+  o.perf_db = perf_db;  // "": the default file; "none": no database
   Result<std::unique_ptr<Session>> r = std::unique_ptr<Session>();
   if (nb::isinstance<nb::bytes>(model)) {
     nb::bytes b = nb::borrow<nb::bytes>(model);
@@ -418,7 +419,7 @@ NB_MODULE(_infera, m) {
   m.def("load", &load, nb::arg("model"), nb::arg("model_dir"), nb::arg("device"), nb::arg("precision"),
         nb::arg("backends"), nb::arg("num_threads"), nb::arg("optimize"), nb::arg("max_cached_plans"),
         nb::arg("max_run_contexts"), nb::arg("allow_tf32"), nb::arg("vendor_libraries"), nb::arg("gpu_graphs"),
-        nb::arg("verbose"));
+        nb::arg("verbose"), nb::arg("perf_db"));
   nb::class_<PySession>(m, "Session")
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)

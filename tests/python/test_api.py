@@ -149,3 +149,21 @@ def test_cli_bundled(tiny_path):
     assert p.returncode == 0 and "logits" in p.stdout, p
     p = subprocess.run([sys.executable, "-m", "infera", "frobnicate"], capture_output=True, text=True)
     assert p.returncode == 2 and "unknown command" in p.stderr, p
+
+
+def test_perf_db_option(models_dir, tmp_path):
+    """SessionOptions.perf_db is the C++ option: a path is filled by the build's algorithm choices
+    (ResNet-50's 3x3 convs: direct vs Winograd), and a second session finds them."""
+    import json
+    path = os.path.join(models_dir, "resnet50.onnx")
+    db = tmp_path / "perfdb.json"
+    so = infera.SessionOptions()
+    so.perf_db = str(db)
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224), dtype=np.float32)
+    a = infera.InferenceSession(path, so).run(None, {"input": x})[0]
+    entries = json.loads(db.read_text())["entries"]
+    assert entries and all(e["op"] == "conv" for e in entries), entries[:1]
+    b = infera.InferenceSession(path, so).run(None, {"input": x})[0]
+    assert a.tobytes() == b.tobytes()  # the same choices: the same bits
+    so.perf_db = "none"
+    infera.InferenceSession(path, so).run(None, {"input": x})

@@ -112,7 +112,7 @@ def test_bad_session_arguments(tiny_path):
     for field, value, exc, pattern in (("precision", "fp8", infera.InvalidInput, "fp8"),
                                        ("backends", ["nope"], infera.InvalidInput, "nope"),
                                        ("memory_budget_bytes", 1 << 20, infera.Unsupported, "memory_budget_bytes"),
-                                       ("perf_db", "x.db", infera.Unsupported, "perf_db"),
+                                       ("perf_db", 3, infera.InvalidInput, "perf_db"),
                                        ("enable_profiling", True, infera.Unsupported, "RunOptions.profile"),
                                        ("enable_graph", "yes", infera.InvalidInput, "enable_graph")):
         so = infera.SessionOptions()
