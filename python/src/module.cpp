@@ -297,8 +297,8 @@ class PySession {
 
 PySession load(nb::handle model, const std::string& model_dir, const std::string& device, const std::string& precision,
                const std::vector<std::string>& backends, int num_threads, bool optimize, int max_cached_plans,
-               int max_run_contexts, bool allow_tf32, bool vendor_libraries, const std::string& gpu_graphs,
-               int verbose, const std::string& perf_db) {
+               int max_run_contexts, bool allow_tf32, bool vendor_libraries, const std::string& gpu_graphs, int verbose,
+               const std::string& perf_db) {
   SessionOptions o;
   auto dev = Device::parse(device);
   if (!dev.is_ok()) raise_status(dev.status());
