@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "infera/limits.h"
+
 namespace infera {
 
 // The library version ("0.2.0"), from the CMake project version.
@@ -242,6 +244,21 @@ struct SessionOptions {
   // database, the built-in heuristics (the rule before the search existed).
   enum class SearchMode { kFast, kExhaustive, kOff };
   SearchMode search = SearchMode::kFast;
+
+  // Memory (docs/memory.md). The most one run may hold on the session's device: weights, arena
+  // and workspace. A batch whose plan needs more is split along the batch axis into the largest
+  // chunks that fit, run in order and joined (bits equal to running those chunks one by one); a
+  // budget too small for batch 1 is kOutOfMemory naming the bytes needed. 0: no budget on the
+  // CPU; on a GPU, the device memory free when the session was loaded.
+  size_t memory_budget_bytes = 0;
+  // How arena blocks are sized (ONNX Runtime's arena_extend_strategy). Blocks freed by a plan go
+  // back to the session's pool and are reused by the next plan that fits in them:
+  // kNextPowerOfTwo rounds each block up to a power of two, so that serving many batch sizes
+  // reuses a few blocks; kSameAsRequested allocates exactly what the plan needs.
+  enum class ArenaExtend { kNextPowerOfTwo, kSameAsRequested };
+  ArenaExtend arena_extend = ArenaExtend::kSameAsRequested;
+  // Sizes accepted from the model and tensor files (include/infera/limits.h).
+  limits::Limits limits;
 };
 
 // The time of one step of one run (RunOptions::profile).
@@ -330,8 +347,13 @@ struct PlanReport {
   double flops = 0;                                        // multiply-adds x2 of Conv/Gemm/MatMul for these shapes
   size_t perf_db_found = 0;                                // algorithm choices read from the performance database
   size_t perf_db_timed = 0;                                // choices made by timing candidates (then stored)
-  std::vector<std::vector<int64_t>> output_dims;           // per model output (-1 where data-dependent)
-  std::vector<PlanStepInfo> step_list;                     // in execution order
+  // Memory on the session's device for one run: weights + arena + scratch (what the budget bounds).
+  size_t peak_bytes = 0;
+  // When the batch runs in chunks (SessionOptions::memory_budget_bytes): the batch of one chunk
+  // and how many chunks; this report is then the chunk's plan. 0: the batch runs whole.
+  int64_t chunk_batch = 0, chunks = 0;
+  std::vector<std::vector<int64_t>> output_dims;  // per model output (-1 where data-dependent)
+  std::vector<PlanStepInfo> step_list;            // in execution order
 };
 
 // What a backend is, for `infera doctor` and tools.
@@ -368,7 +390,8 @@ class SessionImpl;
 
 class Session {
  public:
-  // Loads, checks and optimizes a model. Errors name the file, node and value.
+  // Loads, checks and optimizes a model (ONNX), or loads a saved plan (save_plan; recognized by
+  // its header, whatever the file is named). Errors name the file, node and value.
   static Result<std::unique_ptr<Session>> load(const std::string& path, const SessionOptions& opts = {});
   static Result<std::unique_ptr<Session>> load_from_memory(const std::string& bytes, const std::string& model_dir,
                                                            const SessionOptions& opts = {});
@@ -390,6 +413,13 @@ class Session {
   // dims this input shape gives, e.g. from prepare().output_dims): written in place.
   Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>& outputs,
              const RunOptions& run_options = {});
+  // Writes a saved plan (docs/saved_plans.md): a versioned header naming the device, its
+  // architecture and the library versions, the optimized graph with its weights, and the
+  // algorithm choices of the plans for each of `input_shapes` (each is prepared first).
+  // Session::load reads such a file back without optimizing or searching, and refuses one made
+  // for another device, architecture or library version.
+  Status save_plan(const std::string& path,
+                   const std::vector<std::map<std::string, std::vector<int64_t>>>& input_shapes);
   // Plans held now (at most SessionOptions::max_cached_plans).
   size_t cached_plan_count() const;
   // Bytes this session has allocated now: weights, arenas and scratch of every run context.

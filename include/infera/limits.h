@@ -28,6 +28,20 @@ constexpr int kMaxNesting = 64;
 // Bytes of a .npy header (numpy writes < 100; format 2.0/3.0 allows 4 GiB, nobody needs it).
 constexpr size_t kMaxNpyHeaderBytes = 65536;
 
+// The limits one session applies to what it reads (SessionOptions::limits, the CLI's --max-* flags).
+// Each may be lowered, for a service that takes models from users; raising one past the constant
+// above is refused at load (kInvalidInput), since the constants are what the code was checked for.
+struct Limits {
+  int64_t max_model_bytes = kMaxModelBytes;
+  int64_t max_tensor_file_bytes = kMaxTensorFileBytes;
+  int64_t max_tensor_elements = kMaxTensorElements;
+  int max_rank = kMaxRank;
+  int64_t max_nodes = kMaxNodes;
+  int64_t max_node_io = kMaxNodeIo;
+  int64_t max_attribute_elements = kMaxAttributeElements;
+  int max_nesting = kMaxNesting;
+};
+
 // n = product of dims with every partial product checked: false on a negative dim or when the
 // product passes kMaxTensorElements (no overflow, whatever the dims).
 inline bool checked_elements(const int64_t* dims, size_t rank, int64_t& n) {

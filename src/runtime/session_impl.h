@@ -1,0 +1,94 @@
+// The session's state, shared by session.cpp (load, plans, runs) and the files that add to it
+// (saved plans). Not a public header.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "backends/backend.h"
+#include "graph/graph.h"
+#include "infera/infera.h"
+#include "plan/plan.h"
+#include "runtime/run_context.h"
+
+namespace infera {
+
+using Dims = std::vector<std::vector<int64_t>>;
+
+// Runs f and turns an exception that reached the API boundary into an error Status.
+template <class F>
+auto guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return Status::error(StatusCode::kOutOfMemory, "out of memory");
+  } catch (const std::exception& e) {
+    return Status::error(StatusCode::kInternal, std::string("unexpected exception: ") + e.what());
+  } catch (...) {
+    return Status::error(StatusCode::kInternal, "unexpected exception");
+  }
+}
+
+// One plan with its pool of run contexts. Built once by the first thread that needs it; the
+// others wait for it.
+struct PlanEntry {
+  std::mutex mu;
+  std::condition_variable built_cv;
+  bool building = false, built = false;
+  std::shared_ptr<const Plan> plan;
+  Status error;
+  std::vector<std::unique_ptr<RunContext>> free;  // idle run contexts
+  size_t contexts = 0;                            // made and alive (idle or running)
+  std::atomic<uint64_t> last_used{0};
+  size_t perf_found = 0, perf_timed = 0;  // this plan's algorithm choices (PlanReport::perf_db_*)
+};
+
+class SessionImpl {
+ public:
+  Graph graph;
+  SessionOptions opts;
+  int threads = 1, verbose = 0;
+  size_t max_contexts = 1;
+  std::vector<std::shared_ptr<const Backend>> backends;
+  std::vector<IoInfo> inputs, outputs;
+  ModelSummary summary;
+  size_t constant_bytes = 0;
+
+  std::mutex mu;  // guards plans and clock (never held while planning or running)
+  std::map<Dims, std::shared_ptr<PlanEntry>> plans;
+  uint64_t clock = 0;
+
+  // Calls inside run()/prepare() now: ~Session waits for them (a session destroyed while another
+  // thread runs on it finishes that run first; a call that starts after ~Session began is UB).
+  std::mutex active_mu;
+  std::condition_variable active_cv;
+  int active = 0;
+  struct Active {
+    SessionImpl& s;
+    explicit Active(SessionImpl& x) : s(x) {
+      std::lock_guard<std::mutex> l(s.active_mu);
+      ++s.active;
+    }
+    ~Active() {
+      std::lock_guard<std::mutex> l(s.active_mu);
+      if (--s.active == 0) s.active_cv.notify_all();
+    }
+  };
+  void wait_idle() {
+    std::unique_lock<std::mutex> l(active_mu);
+    active_cv.wait(l, [&] { return active == 0; });
+  }
+
+  Status init(Graph g, const SessionOptions& o);
+  Status validate(const std::map<std::string, Tensor>& in, Dims& dims, std::vector<const Tensor*>& ptrs) const;
+  Result<std::shared_ptr<PlanEntry>> entry_for(const Dims& dims);
+  Status run(const std::map<std::string, Tensor>& in, std::vector<Tensor>& out, bool allocate, const RunOptions& ro);
+};
+
+}  // namespace infera
