@@ -350,7 +350,8 @@ struct PlanReport {
   // Memory on the session's device for one run: weights + arena + scratch (what the budget bounds).
   size_t peak_bytes = 0;
   // When the batch runs in chunks (SessionOptions::memory_budget_bytes): the batch of one chunk
-  // and how many chunks; this report is then the chunk's plan. 0: the batch runs whole.
+  // and how many chunks; this report is then the chunk's plan (flops and output_dims are the
+  // whole batch's). 0: the batch runs whole.
   int64_t chunk_batch = 0, chunks = 0;
   std::vector<std::vector<int64_t>> output_dims;  // per model output (-1 where data-dependent)
   std::vector<PlanStepInfo> step_list;            // in execution order

@@ -167,6 +167,9 @@ class Backend {
   }
   // Memory of this backend's device (the host's by default).
   virtual size_t alignment() const { return 64; }
+  // The device's memory in bytes, for the default memory budget of a GPU session (0: the host's,
+  // which has no default budget).
+  virtual size_t memory_bytes() const { return 0; }
   virtual Result<void*> allocate(size_t bytes) const;
   virtual void deallocate(void* p) const;
   // Host memory that this backend's device copies from and to at full speed, and that may be

@@ -95,6 +95,10 @@ struct PlanOptions {
 Result<std::shared_ptr<const Plan>> make_plan(const Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
                                               const PlanOptions& opts);
 
+// The shape (and, where folded, the value) of every graph value for these input dims, as
+// make_plan infers them; no backend is asked (batch chunking compares two batch sizes).
+Result<std::vector<ValueInfo>> infer_values(const Graph& g, const std::vector<std::vector<int64_t>>& input_dims);
+
 // Liveness-based offsets: values[i] lives over steps [first[i], last[i]] and takes size[i]
 // bytes (0: not in the arena, offset -1); returns offsets (multiples of alignment, a power of
 // two: 64 for host arenas, 256 for GPU ones) and the arena size. Greedy by size, best fit;

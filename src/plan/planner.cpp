@@ -93,6 +93,11 @@ class Planner {
  public:
   Planner(const Graph& g, const PlanOptions& o) : g_(g), o_(o) {}
   Result<std::shared_ptr<const Plan>> run(const std::vector<std::vector<int64_t>>& input_dims);
+  Result<std::vector<ValueInfo>> infer_only(const std::vector<std::vector<int64_t>>& input_dims) {
+    Status s = infer_and_fold(input_dims);
+    if (!s.is_ok()) return s;
+    return std::move(infos_);
+  }
 
  private:
   struct Step {
@@ -770,6 +775,14 @@ Result<std::shared_ptr<const Plan>> make_plan(const Graph& g, const std::vector<
                                                         " inputs");
   Planner planner(g, opts);
   return planner.run(input_dims);
+}
+
+Result<std::vector<ValueInfo>> infer_values(const Graph& g, const std::vector<std::vector<int64_t>>& input_dims) {
+  if (input_dims.size() != g.inputs.size())
+    return Status::error(StatusCode::kInvalidInput, "infer_values: wrong number of input shapes");
+  PlanOptions none;
+  Planner planner(g, none);
+  return planner.infer_only(input_dims);
 }
 
 }  // namespace infera

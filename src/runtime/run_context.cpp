@@ -40,24 +40,36 @@ int env_verbose() {
 
 }  // namespace
 
-Result<std::unique_ptr<RunContext>> RunContext::make(std::shared_ptr<const Plan> plan) {
+Result<std::unique_ptr<RunContext>> RunContext::make(std::shared_ptr<const Plan> plan,
+                                                     std::shared_ptr<ArenaPool> pool) {
   std::unique_ptr<RunContext> rc(new RunContext(std::move(plan)));
+  rc->pool_ = std::move(pool);
   const Plan& p = *rc->plan_;
+  // Returned to the pool, or freed, by the destructor: pushed before anything can fail.
+  auto get = [&](const Backend* owner, bool pinned, size_t bytes) -> Result<void*> {
+    if (rc->pool_) {
+      auto b = rc->pool_->take(owner, pinned, bytes);
+      if (!b.is_ok()) return b.status();
+      rc->blocks_.push_back(b.value());
+      rc->allocated_ += b.value().bytes;
+      return b.value().data;
+    }
+    auto m = pinned ? owner->allocate_host(bytes) : owner->allocate(bytes);
+    if (m.is_ok()) rc->allocated_ += bytes;
+    return m;
+  };
   for (const PlanArena& a : p.arenas) {
-    // Pushed before anything can fail, so that the destructor frees what was made.
     rc->arenas_.push_back(nullptr);
     rc->scratch_.push_back(nullptr);
     rc->streams_.push_back(a.allocator->make_stream());
-    auto mem = a.pinner ? a.pinner->allocate_host(std::max<size_t>(a.bytes, 1))
-                        : a.allocator->allocate(std::max<size_t>(a.bytes, 1));
+    auto mem = a.pinner ? get(a.pinner, true, std::max<size_t>(a.bytes, 1))
+                        : get(a.allocator, false, std::max<size_t>(a.bytes, 1));
     if (!mem.is_ok()) return mem.status();
     rc->arenas_.back() = mem.value();
-    rc->allocated_ += a.bytes;
     if (a.scratch_bytes) {
-      auto scratch = a.allocator->allocate(a.scratch_bytes);
+      auto scratch = get(a.allocator, false, a.scratch_bytes);
       if (!scratch.is_ok()) return scratch.status();
       rc->scratch_.back() = scratch.value();
-      rc->allocated_ += a.scratch_bytes;
     }
     if (a.pinner) rc->pinner_ = a.pinner;
   }
@@ -104,7 +116,8 @@ RunContext::~RunContext() {
   const Plan& p = *plan_;
   for (auto& s : streams_)
     if (s) (void)s->synchronize();  // nothing may still write into the memory freed below
-  for (size_t a = 0; a < arenas_.size(); ++a) {
+  for (const ArenaPool::Block& b : blocks_) pool_->give(b);
+  for (size_t a = 0; a < arenas_.size() && !pool_; ++a) {
     if (arenas_[a]) {
       if (p.arenas[a].pinner)
         p.arenas[a].pinner->deallocate_host(arenas_[a]);

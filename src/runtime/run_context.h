@@ -8,12 +8,16 @@
 #include <vector>
 
 #include "plan/plan.h"
+#include "runtime/arena_pool.h"
 
 namespace infera {
 
 class RunContext {
  public:
-  static Result<std::unique_ptr<RunContext>> make(std::shared_ptr<const Plan> plan);
+  // Arenas and scratch come from `pool` when given (and go back to it), else straight from
+  // the backends.
+  static Result<std::unique_ptr<RunContext>> make(std::shared_ptr<const Plan> plan,
+                                                  std::shared_ptr<ArenaPool> pool = nullptr);
   ~RunContext();
   RunContext(const RunContext&) = delete;
   RunContext& operator=(const RunContext&) = delete;
@@ -37,6 +41,8 @@ class RunContext {
   Status run_graph(const std::vector<void*>& key);
 
   std::shared_ptr<const Plan> plan_;
+  std::shared_ptr<ArenaPool> pool_;
+  std::vector<ArenaPool::Block> blocks_;          // from pool_: arenas and scratch
   std::vector<void*> arenas_;                     // per plan arena
   std::vector<void*> scratch_;                    // per plan arena
   std::vector<std::unique_ptr<Stream>> streams_;  // per plan arena (null on the CPU)

@@ -15,6 +15,7 @@
 #include "graph/graph.h"
 #include "infera/infera.h"
 #include "plan/plan.h"
+#include "runtime/arena_pool.h"
 #include "runtime/run_context.h"
 
 namespace infera {
@@ -60,6 +61,9 @@ class SessionImpl {
   ModelSummary summary;
   size_t constant_bytes = 0;
 
+  // Arena blocks of every run context (declared before the plans: it outlives their contexts).
+  std::shared_ptr<ArenaPool> pool;
+
   std::mutex mu;  // guards plans and clock (never held while planning or running)
   std::map<Dims, std::shared_ptr<PlanEntry>> plans;
   uint64_t clock = 0;
@@ -85,10 +89,22 @@ class SessionImpl {
     active_cv.wait(l, [&] { return active == 0; });
   }
 
+  // Memory budget on opts.device (0: none) and the chunk batch chosen per input signature (0:
+  // the batch runs whole; runtime/chunking.h).
+  size_t budget = 0;
+  std::mutex chunk_mu;
+  std::map<Dims, int64_t> chunk_of;
+
   Status init(Graph g, const SessionOptions& o);
   Status validate(const std::map<std::string, Tensor>& in, Dims& dims, std::vector<const Tensor*>& ptrs) const;
   Result<std::shared_ptr<PlanEntry>> entry_for(const Dims& dims);
   Status run(const std::map<std::string, Tensor>& in, std::vector<Tensor>& out, bool allocate, const RunOptions& ro);
+  // The plan's bytes on the session's device for one run (PlanReport::peak_bytes).
+  size_t peak_of(const Plan& p) const;
+  // The chunk batch for these input dims under the budget (0: whole), choosing it on first use.
+  Result<int64_t> chunk_for(const Dims& dims);
+  Status run_chunked(const std::map<std::string, Tensor>& in, const Dims& dims, int64_t chunk, std::vector<Tensor>& out,
+                     bool allocate, const RunOptions& ro);
 };
 
 }  // namespace infera

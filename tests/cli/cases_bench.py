@@ -179,3 +179,58 @@ def add(c, small):
 
     c.test("bench --top without --profile is a usage error",
            lambda: one_line_error(*c.sh("bench", small, "--top", 3), 2, "--profile"))
+
+    def memory_budget():
+        # The plan's memory in the JSON; a budget of half of it runs the batch in chunks.
+        rc, out, err = c.sh("bench", small, "--batch", 16, "--iterations", 3, "--warmup", 0, "--json", "-", "--quiet")
+        ok(rc, out, err)
+        pm = json.loads(out)["results"][0]["plan_memory"]
+        expect(pm["peak_bytes"] == pm["weight_bytes"] + pm["arena_bytes"] + pm["scratch_bytes"] and pm["arena_bytes"] > 0,
+               "plan_memory %r" % pm)
+        expect(pm["chunks"] == 0, "no budget, yet chunks: %r" % pm)
+        budget = pm["weight_bytes"] + pm["arena_bytes"] // 2
+        rc, out, err = c.sh("bench", small, "--batch", 16, "--iterations", 3, "--warmup", 0, "--json", "-", "--quiet",
+                            "--memory-budget", budget)
+        ok(rc, out, err)
+        pm2 = json.loads(out)["results"][0]["plan_memory"]
+        expect(pm2["chunks"] >= 2 and 1 <= pm2["chunk_batch"] < 16 and pm2["peak_bytes"] <= budget,
+               "budget %d: plan_memory %r" % (budget, pm2))
+        rc, out, err = c.sh("bench", small, "--batch", 16, "--iterations", 3, "--memory-budget", budget)
+        ok(rc, out, err)
+        expect(re.search(r"plan memory, batch 16 on cpu: .* in \d+ chunks of at most \d+", out),
+               "the table's memory line does not give the chunks:\n" + out)
+        one_line_error(*c.sh("bench", small, "--batch", 4, "--iterations", 3, "--memory-budget", 256), 1,
+                       "too small for batch 1", "256 bytes")
+        one_line_error(*c.sh("bench", small, "--memory-budget", "12Q"), 2, "--memory-budget")
+        one_line_error(*c.sh("bench", small, "--memory-budget", "0"), 2, "--memory-budget")
+    c.test("bench --memory-budget: plan memory in the JSON, chunks that fit, too small is one line", memory_budget)
+
+    def run_chunked_equal():
+        x = RNG.standard_normal((16, 3, 8, 8)).astype(np.float32)
+        src = c.path("chunk_in.npy")
+        np.save(src, x)
+        ys = []
+        for extra in ([], ["--memory-budget", "24K"]):
+            d = c.mkdir("chunk_out%d" % len(ys))
+            ok(*c.sh("run", small, "--input", "input=" + src, "--output-dir", d, "--search", "off", *extra))
+            ys.append(np.load(os.path.join(d, "output.npy")))
+        expect(ys[0].shape == ys[1].shape == (16, 2), "shapes %r" % [y.shape for y in ys])
+        expect(np.allclose(ys[0], ys[1], rtol=1e-5, atol=1e-5), "chunked run differs by %g" %
+               float(np.abs(ys[0] - ys[1]).max()))
+        rc, out, err = c.sh("info", small, "--batch", 16, "--memory-budget", "24K", "--search", "off")
+        ok(rc, out, err)
+        expect(re.search(r"runs in \d+ chunks of at most \d+", out), "24K does not split batch 16:\n" + out)
+    c.test("run --memory-budget: the chunked batch equals the whole one", run_chunked_equal)
+
+    def streams():
+        rc, out, err = c.sh("bench", small, "--batch", 2, "--streams", "1,2", "--iterations", 4, "--warmup", 0,
+                            "--json", "-", "--quiet", "--arena-extend", "next_power_of_two")
+        ok(rc, out, err)
+        rows = json.loads(out)["results"]
+        expect([r["streams"] for r in rows] == [1, 2], "streams %r" % [r["streams"] for r in rows])
+        expect(rows[1]["count"] == 8, "2 streams of 4 runs: count %r" % rows[1]["count"])
+        one_line_error(*c.sh("bench", small, "--streams", "0"), 2, "--streams")
+        one_line_error(*c.sh("bench", small, "--streams", "2", "--profile"), 2, "--profile")
+        one_line_error(*c.sh("bench", small, "--arena-extend", "doubling"), 2, "--arena-extend",
+                       "next_power_of_two")
+    c.test("bench --streams 1,2 and --arena-extend", streams)

@@ -31,6 +31,29 @@ long long Args::get_int(const std::string& k, long long dflt, long long lo, long
   return x;
 }
 
+unsigned long long Args::get_bytes(const std::string& k, unsigned long long dflt, unsigned long long lo,
+                                   unsigned long long hi) {
+  if (!has(k)) return dflt;
+  const std::string v = get(k);
+  size_t digits = 0;
+  while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
+  const std::string unit = v.substr(digits);
+  const int shift = unit.empty() || unit == "B"    ? 0
+                    : unit == "K" || unit == "KiB" ? 10
+                    : unit == "M" || unit == "MiB" ? 20
+                    : unit == "G" || unit == "GiB" ? 30
+                    : unit == "T" || unit == "TiB" ? 40
+                                                   : -1;
+  errno = 0;
+  const unsigned long long x = digits && digits <= 19 ? std::strtoull(v.substr(0, digits).c_str(), nullptr, 10) : 0;
+  if (!digits || digits > 19 || shift < 0 || errno == ERANGE || x > (hi >> shift) || (x << shift) < lo) {
+    error(k + " expects a size in bytes (digits, optional K/M/G/T suffix) in [" + std::to_string(lo) + ", " +
+          std::to_string(hi) + "], got '" + v + "'");
+    return dflt;
+  }
+  return x << shift;
+}
+
 double Args::get_double(const std::string& k, double dflt, double lo, double hi) {
   if (!has(k)) return dflt;
   std::string v = get(k);
@@ -289,6 +312,12 @@ std::vector<OptSpec> session_opt_specs() {
       {"--search", "MODE",
        "fast | exhaustive | off: time the short list of candidates, every\ncandidate with more reps, or none "
        "(built-in rules, no database) (default fast)"},
+      {"--memory-budget", "BYTES",
+       "the most one run may hold on the device (weights, arena, scratch;\nK/M/G suffixes): a larger batch runs in "
+       "chunks that fit (default: none on\nthe CPU, the GPU's memory on a GPU)"},
+      {"--arena-extend", "MODE",
+       "next_power_of_two | same_as_requested: arena blocks rounded up to a\npower of two (reused across batch "
+       "sizes) or exact (default same_as_requested)"},
   };
 }
 

@@ -26,17 +26,22 @@ struct NodeTime {
 
 struct BenchRow {
   int64_t batch = 0;  // items per run (1 where the model has no batch)
+  int streams = 1;    // runs in flight at once (--streams): one thread and one run context each
   std::map<std::string, std::vector<int64_t>> shapes;
   LatencyStats lat;       // device event times on a GPU, else the host's wall clock
   LatencyStats host_lat;  // the host's wall clock around each run
   bool device_timed = false;
-  double throughput = 0;          // items per second from the mean
-  double build_ms = 0;            // plan build time
-  size_t planned_bytes = 0;       // arena + weights + scratch as planned
-  size_t session_bytes = 0;       // Session::allocated_bytes() after the timed runs
-  size_t io_bytes = 0;            // input and output tensors held by the benchmark
-  size_t device_bytes = 0;        // GPU: arena + scratch + weights of one run context, + device I/O
-  size_t peak_rss_bytes = 0;      // the process's high-water mark after this batch (getrusage)
+  double throughput = 0;      // items per second from the mean
+  double build_ms = 0;        // plan build time
+  size_t planned_bytes = 0;   // arena + weights + scratch as planned
+  size_t session_bytes = 0;   // Session::allocated_bytes() after the timed runs
+  size_t io_bytes = 0;        // input and output tensors held by the benchmark
+  size_t device_bytes = 0;    // GPU: arena + scratch + weights of one run context, + device I/O
+  size_t peak_rss_bytes = 0;  // the process's high-water mark after this batch (getrusage)
+  // The plan's own figures on the session's device (PlanReport): weights, arena, scratch, their
+  // sum for one run (what --memory-budget bounds), and the chunks when the batch is split.
+  size_t weight_bytes = 0, arena_bytes = 0, scratch_bytes = 0, peak_bytes = 0;
+  int64_t chunk_batch = 0, chunks = 0;
   std::vector<NodeTime> profile;  // sorted, slowest first (all nodes; the report shows the top)
   size_t profiled_runs = 0;
 };
@@ -45,6 +50,8 @@ struct BenchRow {
 void print_table_header(FILE* out);
 void print_table_row(FILE* out, const BenchRow& r);
 void print_profile(FILE* out, const BenchRow& r, size_t top);
+// The plan's memory on `device` (weights, arena, scratch, one run; chunks when split).
+void print_memory(FILE* out, const std::string& device, const BenchRow& r);
 
 struct BenchMeta {
   std::string model_path, model_sha256, date, device, precision, backends;

@@ -39,20 +39,31 @@ LatencyStats latency_stats(std::vector<double> ms) {
 }
 
 void print_table_header(FILE* out) {
-  fprintf(out, "%6s %7s %9s %9s %9s %9s %9s %9s %9s %11s %10s %9s %9s\n", "batch", "runs", "mean ms", "p50 ms",
-          "p90 ms", "p99 ms", "min ms", "max ms", "stddev", "items/s", "memory MiB", "RSS MiB", "build ms");
+  fprintf(out, "%6s %7s %9s %9s %9s %9s %9s %9s %9s %11s %10s %9s %9s %7s\n", "batch", "runs", "mean ms", "p50 ms",
+          "p90 ms", "p99 ms", "min ms", "max ms", "stddev", "items/s", "memory MiB", "RSS MiB", "build ms", "streams");
   fflush(out);
 }
 
 void print_table_row(FILE* out, const BenchRow& r) {
   char p99[32] = "-";
   if (r.lat.has_p99) snprintf(p99, sizeof p99, "%.4f", r.lat.p99);
-  fprintf(out, "%6lld %7zu %9.4f %9.4f %9.4f %9s %9.4f %9.4f %9.4f %11.1f %10.1f %9.1f %9.1f\n",
+  fprintf(out, "%6lld %7zu %9.4f %9.4f %9.4f %9s %9.4f %9.4f %9.4f %11.1f %10.1f %9.1f %9.1f %7d\n",
           static_cast<long long>(r.batch), r.lat.count, r.lat.mean, r.lat.p50, r.lat.p90, p99, r.lat.min, r.lat.max,
           r.lat.stddev, r.throughput,
           static_cast<double>(r.device_bytes ? r.device_bytes : r.session_bytes + r.io_bytes) / 1048576.0,
-          static_cast<double>(r.peak_rss_bytes) / 1048576.0, r.build_ms);
+          static_cast<double>(r.peak_rss_bytes) / 1048576.0, r.build_ms, r.streams);
   fflush(out);
+}
+
+void print_memory(FILE* out, const std::string& device, const BenchRow& r) {
+  auto mib = [](size_t b) { return static_cast<double>(b) / 1048576.0; };
+  fprintf(out, "plan memory, batch %lld on %s: weights %.1f MiB, arena %.1f MiB, scratch %.1f MiB, one run %.1f MiB",
+          static_cast<long long>(r.batch), device.c_str(), mib(r.weight_bytes), mib(r.arena_bytes),
+          mib(r.scratch_bytes), mib(r.peak_bytes));
+  if (r.chunks)
+    fprintf(out, "; in %lld chunks of at most %lld (--memory-budget)", static_cast<long long>(r.chunks),
+            static_cast<long long>(r.chunk_batch));
+  fputc('\n', out);
 }
 
 void print_profile(FILE* out, const BenchRow& r, size_t top) {
@@ -108,7 +119,7 @@ std::string bench_json(const BenchMeta& m, const std::vector<BenchRow>& rows, si
     j += "\"batch\": " + std::to_string(r.batch) + ", \"shapes\": {";
     size_t k = 0;
     for (auto& [name, d] : r.shapes) j += (k++ ? ", " : "") + json_str(name) + ": " + dims_json(d);
-    j += "}, \"count\": " + std::to_string(r.lat.count);
+    j += "}, \"streams\": " + std::to_string(r.streams) + ", \"count\": " + std::to_string(r.lat.count);
     j += ", \"latency_ms_p50\": " + num(r.lat.p50) + ", \"latency_ms_p90\": " + num(r.lat.p90);
     j += ", \"latency_ms_p99\": " + (r.lat.has_p99 ? num(r.lat.p99) : "null");
     j += ", \"latency_source\": " + std::string(r.device_timed ? "\"device events\"" : "\"host clock\"") +
@@ -123,6 +134,11 @@ std::string bench_json(const BenchMeta& m, const std::vector<BenchRow>& rows, si
     j += ", \"planned_bytes\": " + std::to_string(r.planned_bytes);
     j += ", \"peak_rss_bytes\": " + std::to_string(r.peak_rss_bytes);
     j += ", \"build_ms\": " + num(r.build_ms);
+    j += ", \"plan_memory\": {\"weight_bytes\": " + std::to_string(r.weight_bytes) +
+         ", \"arena_bytes\": " + std::to_string(r.arena_bytes) +
+         ", \"scratch_bytes\": " + std::to_string(r.scratch_bytes) +
+         ", \"peak_bytes\": " + std::to_string(r.peak_bytes) + ", \"chunk_batch\": " + std::to_string(r.chunk_batch) +
+         ", \"chunks\": " + std::to_string(r.chunks) + "}";
     if (r.profiled_runs) {
       const double runs = static_cast<double>(r.profiled_runs);
       j += ", \"profile\": [";

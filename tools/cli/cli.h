@@ -45,6 +45,10 @@ struct Args {
   // Parse numeric options; a bad or out-of-range value records a usage error stating the range.
   long long get_int(const std::string& k, long long dflt, long long lo, long long hi);
   double get_double(const std::string& k, double dflt, double lo, double hi);
+  // A byte count: digits with an optional K, M, G or T suffix (powers of 1024; "512M", "8G"), in
+  // [lo, hi]; anything else records a usage error.
+  unsigned long long get_bytes(const std::string& k, unsigned long long dflt, unsigned long long lo,
+                               unsigned long long hi);
   void error(const std::string& msg) {
     if (usage_error.empty()) usage_error = msg;
   }
@@ -56,7 +60,8 @@ std::string overview_text();
 
 // Shared option groups, used by several commands' tables.
 // --device --precision --graph --tf32 --no-vendor-libs --threads --no-optimize --no-dnnl, and the
-// algorithm search: --perf-db --no-perf-db --conv-algo --winograd --search
+// algorithm search: --perf-db --no-perf-db --conv-algo --winograd --search, memory:
+// --memory-budget --arena-extend
 std::vector<OptSpec> session_opt_specs();
 std::vector<OptSpec> shape_opt_specs();  // --shape --shapes
 OptSpec verbose_opt_spec();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <sstream>
+#include <thread>
 
 #include "bench.h"
 
@@ -34,6 +35,10 @@ const CommandSpec& bench_spec() {
     c.options.push_back({"--io", "WHERE",
                          "host | device (default host): where the inputs and outputs live; device\n"
                          "times the GPU's work without host transfers (as PyTorch does with CUDA tensors)"});
+    c.options.push_back({"--streams", "LIST",
+                         "runs in flight at once, comma-separated, each 1..64 (default 1): N\nthreads run the "
+                         "batch on N run contexts (on a GPU, N streams); items/s is\ntheir sum, latencies are "
+                         "per run (host clock)"});
     c.options.push_back({"--warmup", "N", "untimed runs before each batch's timed runs, 0..1000000 (default 5)"});
     c.options.push_back(
         {"--iterations", "N", "exactly N timed runs per batch, 1..100000000 (default: by --duration)", "--iters"});
@@ -84,7 +89,8 @@ std::string inputs_json(const Session& s, const std::map<std::string, FileInput>
 // One batch: warmup, timed runs, statistics. Returns an error message or "".
 std::string bench_one(Session& s, const ResolvedShapes& shapes, const std::map<std::string, FileInput>& files,
                       uint32_t seed, int warmup, int iters, double duration, bool profile, bool progress,
-                      bool device_io, BenchRow& row) {
+                      bool device_io, int streams, BenchRow& row) {
+  row.streams = streams;
   row.batch = shapes.batch > 0 ? shapes.batch : 1;
   row.shapes = shapes.dims;
   auto rep = s.prepare(shapes.dims);
@@ -97,6 +103,16 @@ std::string bench_one(Session& s, const ResolvedShapes& shapes, const std::map<s
     row.device_bytes = at(r.arena_bytes_per_device) + at(r.scratch_bytes_per_device) + at(r.weight_bytes_per_device);
   }
   row.planned_bytes = rep.value().arena_bytes + rep.value().weight_bytes + rep.value().scratch_bytes;
+  {
+    const auto& r = rep.value();
+    auto at = [&](const std::map<std::string, size_t>& m) { return m.count(dname) ? m.at(dname) : size_t(0); };
+    row.weight_bytes = s.options().device.is_cpu() ? r.weight_bytes : at(r.weight_bytes_per_device);
+    row.arena_bytes = at(r.arena_bytes_per_device);
+    row.scratch_bytes = at(r.scratch_bytes_per_device);
+    row.peak_bytes = r.peak_bytes;
+    row.chunk_batch = r.chunk_batch;
+    row.chunks = r.chunks;
+  }
   auto in = make_inputs(s, shapes, files, seed);
   if (!in.is_ok()) return in.message();
   std::map<std::string, Tensor> inputs = in.take();
@@ -143,6 +159,44 @@ std::string bench_one(Session& s, const ResolvedShapes& shapes, const std::map<s
     if (!st.is_ok()) return st.message();
   }
   std::vector<double> lat, dev_lat;
+  if (streams > 1) {  // N threads, each with its own outputs, reading the same inputs
+    std::vector<std::vector<Tensor>> souts(static_cast<size_t>(streams));
+    for (auto& so : souts)
+      for (const Tensor& t : outs) {
+        auto c = t.device().is_cpu() ? Tensor::make(t.dtype(), t.dims()) : Tensor::make_on(dev, t.dtype(), t.dims());
+        if (!c.is_ok()) return c.message();
+        so.push_back(c.take());
+      }
+    std::vector<std::vector<double>> slat(souts.size());
+    std::vector<Status> serr(souts.size(), Status::ok());
+    std::vector<std::thread> pool;
+    const auto start = Clock::now();
+    for (size_t k = 0; k < souts.size(); ++k)
+      pool.emplace_back([&, k] {
+        for (int i = 0;; ++i) {
+          if (iters ? i >= iters : i >= 3 && std::chrono::duration<double>(Clock::now() - start).count() >= duration)
+            break;
+          const auto t0 = Clock::now();
+          Status st = s.run(inputs, souts[k]);
+          if (!st.is_ok()) {
+            serr[k] = st;
+            return;
+          }
+          slat[k].push_back(ms_since(t0));
+        }
+      });
+    for (auto& t : pool) t.join();
+    const double wall = ms_since(start);
+    for (size_t k = 0; k < souts.size(); ++k) {
+      if (!serr[k].is_ok()) return serr[k].message();
+      lat.insert(lat.end(), slat[k].begin(), slat[k].end());
+    }
+    row.host_lat = row.lat = latency_stats(lat);
+    row.throughput = static_cast<double>(row.batch) * static_cast<double>(lat.size()) * 1000.0 / wall;
+    row.session_bytes = s.allocated_bytes();
+    row.peak_rss_bytes = peak_rss_bytes();
+    return "";
+  }
   std::vector<StepTiming> steps;
   std::map<std::string, NodeTime> per_node;
   RunOptions ro;
@@ -222,6 +276,24 @@ int cmd_bench(int argc, char** argv) {
   } else {
     batches.push_back(std::nullopt);
   }
+  std::vector<int> stream_counts;
+  {
+    std::stringstream ss(a.get("--streams", "1"));
+    std::string b;
+    while (std::getline(ss, b, ',')) {
+      char* end = nullptr;
+      long v = std::strtol(b.c_str(), &end, 10);
+      if (b.empty() || *end || v < 1 || v > 64) {
+        a.error("--streams expects a comma-separated list of integers in [1, 64], got '" + b + "'");
+        break;
+      }
+      stream_counts.push_back(static_cast<int>(v));
+    }
+    if (stream_counts.empty()) a.error("--streams expects a comma-separated list of integers in [1, 64]");
+  }
+  const int most_streams = stream_counts.empty() ? 1 : *std::max_element(stream_counts.begin(), stream_counts.end());
+  if (most_streams > 1 && a.has("--profile")) a.error("--profile times one stream: give --streams 1 or no --profile");
+  if (most_streams > 1) opts.max_run_contexts = std::max(opts.max_run_contexts, most_streams);
   std::vector<ShapeSpec> shape_specs = parse_shape_specs(a);
   if (a.positional.size() != 1)
     a.error(a.positional.empty() ? "bench needs a MODEL"
@@ -324,13 +396,19 @@ int cmd_bench(int argc, char** argv) {
   }
 
   std::vector<BenchRow> rows;
-  for (const ResolvedShapes& r : plans) {
-    BenchRow row;
-    std::string why = bench_one(s, r, files.value(), seed, warmup, iters, duration, a.has("--profile"), progress,
-                                io == "device", row);
-    if (!why.empty()) return fail(why);
-    if (!quiet) print_table_row(out, row);
-    rows.push_back(std::move(row));
+  for (const ResolvedShapes& r : plans)
+    for (int n : stream_counts) {
+      BenchRow row;
+      std::string why = bench_one(s, r, files.value(), seed, warmup, iters, duration, a.has("--profile"), progress,
+                                  io == "device", n, row);
+      if (!why.empty()) return fail(why);
+      if (!quiet) print_table_row(out, row);
+      rows.push_back(std::move(row));
+    }
+  if (!quiet) {
+    fputc('\n', out);
+    for (const BenchRow& r : rows)
+      if (r.streams == stream_counts.front()) print_memory(out, meta.device, r);
   }
   if (!quiet && a.has("--profile"))
     for (const BenchRow& r : rows) print_profile(out, r, top);

@@ -113,6 +113,23 @@ int cmd_info(int argc, char** argv) {
         "memory       activations %.2f MiB (%.2f MiB without reuse), weights %.2f MiB, scratch %.2f MiB "
         "(planned)\n",
         mib(rep->arena_bytes), mib(rep->naive_bytes), mib(rep->weight_bytes), mib(rep->scratch_bytes));
+    std::set<std::string> devs;
+    for (auto* m : {&rep->arena_bytes_per_device, &rep->weight_bytes_per_device, &rep->scratch_bytes_per_device})
+      for (auto& [d, n] : *m) devs.insert(d);
+    auto at = [](const std::map<std::string, size_t>& m, const std::string& d) {
+      auto it = m.find(d);
+      return it == m.end() ? size_t(0) : it->second;
+    };
+    for (const std::string& d : devs)
+      printf("  on %-9s arena %.2f MiB, weights held by kernels %.2f MiB, scratch %.2f MiB\n", d.c_str(),
+             mib(at(rep->arena_bytes_per_device, d)), mib(at(rep->weight_bytes_per_device, d)),
+             mib(at(rep->scratch_bytes_per_device, d)));
+    printf("  one run    %.2f MiB on %s (weights + arena + scratch: what --memory-budget bounds)", mib(rep->peak_bytes),
+           opts.device.str().c_str());
+    if (rep->chunks)
+      printf("; runs in %lld chunks of at most %lld", static_cast<long long>(rep->chunks),
+             static_cast<long long>(rep->chunk_batch));
+    printf("\n");
     std::string per;
     for (auto& [bk, n] : rep->steps_per_backend) per += (per.empty() ? "" : ", ") + bk + " " + std::to_string(n);
     printf("steps        %zu per run (%s), %zu inserted; plan built in %.1f ms\n", rep->steps,

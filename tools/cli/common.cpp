@@ -104,6 +104,11 @@ void session_options(Args& a, SessionOptions& o) {
        std::vector<std::pair<const char*, W>>{{"on", W::kOn}, {"off", W::kOff}, {"auto", W::kAuto}});
   pick("--search", o.search,
        std::vector<std::pair<const char*, S>>{{"fast", S::kFast}, {"exhaustive", S::kExhaustive}, {"off", S::kOff}});
+  o.memory_budget_bytes = static_cast<size_t>(a.get_bytes("--memory-budget", 0, 1, SIZE_MAX));
+  using E = SessionOptions::ArenaExtend;
+  pick("--arena-extend", o.arena_extend,
+       std::vector<std::pair<const char*, E>>{{"next_power_of_two", E::kNextPowerOfTwo},
+                                              {"same_as_requested", E::kSameAsRequested}});
   if (a.has("--verbose")) {
     o.verbose = 1;
     // Until every part of the library reads SessionOptions::verbose, the environment variable

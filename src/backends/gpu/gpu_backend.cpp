@@ -262,6 +262,7 @@ class GpuBackend : public Backend {
   const char* name() const override { return "gpu"; }
   Device device() const override { return Device::gpu(cfg_.dev.index); }
   size_t alignment() const override { return 256; }
+  size_t memory_bytes() const override { return cfg_.dev.total_memory; }
 
   BackendInfo info() const override {
     BackendInfo b;
