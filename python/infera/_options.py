@@ -39,15 +39,17 @@ class SessionOptions:
     None = auto, True, False), ``verbose`` (-1: from INFERA_VERBOSE; 1: print each plan).
     ``perf_db``: the performance database of algorithm choices (a path; None = the default file,
     $XDG_CACHE_HOME/infera/perfdb.json; "none" = no database), as ``infera --perf-db``.
-    ``memory_budget_bytes`` is reserved for the issue that adds it to the C++ API: setting it now
-    raises infera.Unsupported rather than being ignored.
+    ``memory_budget_bytes``: the most one run may hold on the device (0 = none on the CPU, the GPU's
+    memory on a GPU); a larger batch runs in chunks that fit (docs/memory.md).
+    ``arena_extend_strategy``: "kSameAsRequested" (default) or "kNextPowerOfTwo" (ORT's names):
+    how the session's arena blocks are sized.
     """
 
     __slots__ = ("intra_op_num_threads", "inter_op_num_threads", "graph_optimization_level", "execution_mode",
                  "log_severity_level", "log_verbosity_level", "logid", "enable_cpu_mem_arena", "enable_mem_pattern",
                  "enable_mem_reuse", "use_deterministic_compute", "enable_profiling", "optimized_model_filepath",
                  "precision", "backends", "max_cached_plans", "max_run_contexts", "allow_tf32", "vendor_libraries",
-                 "enable_graph", "verbose", "memory_budget_bytes", "perf_db", "_config")
+                 "enable_graph", "verbose", "memory_budget_bytes", "arena_extend_strategy", "perf_db", "_config")
 
     def __init__(self):
         self.intra_op_num_threads = 0
@@ -72,6 +74,7 @@ class SessionOptions:
         self.enable_graph = None
         self.verbose = -1
         self.memory_budget_bytes = 0
+        self.arena_extend_strategy = "kSameAsRequested"
         self.perf_db = None
         self._config = {}
 
@@ -101,8 +104,9 @@ class SessionOptions:
         if self.optimized_model_filepath:
             raise _infera.Unsupported("SessionOptions.optimized_model_filepath: infera does not write "
                                       "optimized models")
-        if self.memory_budget_bytes:
-            raise _infera.Unsupported("SessionOptions.memory_budget_bytes: not in this version's C++ API yet")
+        if self.arena_extend_strategy not in ("kSameAsRequested", "kNextPowerOfTwo"):
+            raise _infera.InvalidInput("SessionOptions.arena_extend_strategy must be \"kSameAsRequested\" or "
+                                       "\"kNextPowerOfTwo\", found %r" % (self.arena_extend_strategy,))
         perf_db = "" if self.perf_db is None else self.perf_db
         if isinstance(perf_db, os.PathLike):
             perf_db = os.fspath(perf_db)
@@ -131,7 +135,8 @@ class SessionOptions:
                     num_threads=integer("intra_op_num_threads"), optimize=level != GraphOptimizationLevel.ORT_DISABLE_ALL,
                     max_cached_plans=integer("max_cached_plans", 1), max_run_contexts=integer("max_run_contexts"),
                     allow_tf32=bool(self.allow_tf32), vendor_libraries=bool(self.vendor_libraries), gpu_graphs=graph,
-                    verbose=verbose, perf_db=perf_db)
+                    verbose=verbose, perf_db=perf_db, memory_budget_bytes=integer("memory_budget_bytes"),
+                    arena_extend=self.arena_extend_strategy)
 
 
 class RunOptions:

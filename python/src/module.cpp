@@ -64,6 +64,9 @@ nb::dict report_dict(const PlanReport& r) {
   d["build_ms"] = r.build_ms;
   d["flops"] = r.flops;
   d["output_dims"] = r.output_dims;
+  d["peak_bytes"] = r.peak_bytes;
+  d["chunk_batch"] = r.chunk_batch;
+  d["chunks"] = r.chunks;
   return d;
 }
 
@@ -298,7 +301,7 @@ class PySession {
 PySession load(nb::handle model, const std::string& model_dir, const std::string& device, const std::string& precision,
                const std::vector<std::string>& backends, int num_threads, bool optimize, int max_cached_plans,
                int max_run_contexts, bool allow_tf32, bool vendor_libraries, const std::string& gpu_graphs, int verbose,
-               const std::string& perf_db) {
+               const std::string& perf_db, size_t memory_budget_bytes, const std::string& arena_extend) {
   SessionOptions o;
   auto dev = Device::parse(device);
   if (!dev.is_ok()) raise_status(dev.status());
@@ -323,6 +326,13 @@ PySession load(nb::handle model, const std::string& model_dir, const std::string
     raise_error(StatusCode::kInvalidInput, "enable_graph must be None (auto), True or False");
   o.verbose = verbose;
   o.perf_db = perf_db;  // "": the default file; "none": no database
+  o.memory_budget_bytes = memory_budget_bytes;
+  if (arena_extend == "kSameAsRequested")
+    o.arena_extend = SessionOptions::ArenaExtend::kSameAsRequested;
+  else if (arena_extend == "kNextPowerOfTwo")
+    o.arena_extend = SessionOptions::ArenaExtend::kNextPowerOfTwo;
+  else
+    raise_error(StatusCode::kInvalidInput, "arena_extend_strategy must be \"kNextPowerOfTwo\" or \"kSameAsRequested\"");
   Result<std::unique_ptr<Session>> r = std::unique_ptr<Session>();
   if (nb::isinstance<nb::bytes>(model)) {
     nb::bytes b = nb::borrow<nb::bytes>(model);
@@ -419,7 +429,7 @@ NB_MODULE(_infera, m) {
   m.def("load", &load, nb::arg("model"), nb::arg("model_dir"), nb::arg("device"), nb::arg("precision"),
         nb::arg("backends"), nb::arg("num_threads"), nb::arg("optimize"), nb::arg("max_cached_plans"),
         nb::arg("max_run_contexts"), nb::arg("allow_tf32"), nb::arg("vendor_libraries"), nb::arg("gpu_graphs"),
-        nb::arg("verbose"), nb::arg("perf_db"));
+        nb::arg("verbose"), nb::arg("perf_db"), nb::arg("memory_budget_bytes"), nb::arg("arena_extend"));
   nb::class_<PySession>(m, "Session")
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)

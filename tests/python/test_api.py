@@ -121,6 +121,27 @@ def test_prepare_and_memory(tiny):
     assert tiny.allocated_bytes() > 0
 
 
+def test_memory_budget_runs_in_chunks(tiny_path, tiny):
+    """SessionOptions.memory_budget_bytes is the C++ budget: a batch over it runs in chunks, equal to
+    the whole batch run without a budget; too small for batch 1 is infera.OutOfMemory."""
+    x = rand(16, 3, 32, 32)
+    whole = tiny.prepare({"input": [16, 3, 32, 32]})
+    assert whole["chunks"] == 0 and whole["peak_bytes"] > 0
+    so = infera.SessionOptions()
+    so.memory_budget_bytes = whole["peak_bytes"] - whole["arena_bytes"] // 2
+    so.arena_extend_strategy = "kNextPowerOfTwo"
+    s = infera.InferenceSession(tiny_path, so)
+    r = s.prepare({"input": [16, 3, 32, 32]})
+    assert r["chunks"] >= 2 and 1 <= r["chunk_batch"] < 16 and r["peak_bytes"] <= so.memory_budget_bytes, r
+    a = s.run(None, {"input": x})[0]
+    b = tiny.run(None, {"input": x})[0]
+    assert a.shape == (16, 10)
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    so.memory_budget_bytes = 1024
+    with pytest.raises(infera.OutOfMemory, match="too small for batch 1"):
+        infera.InferenceSession(tiny_path, so).run(None, {"input": x})
+
+
 def test_context_manager_and_close(tiny_path):
     with infera.InferenceSession(tiny_path) as s:
         out, = s.run(None, {"input": rand(1, 3, 32, 32)})

@@ -111,7 +111,8 @@ def test_bad_session_arguments(tiny_path):
         infera.InferenceSession(tiny_path, so)
     for field, value, exc, pattern in (("precision", "fp8", infera.InvalidInput, "fp8"),
                                        ("backends", ["nope"], infera.InvalidInput, "nope"),
-                                       ("memory_budget_bytes", 1 << 20, infera.Unsupported, "memory_budget_bytes"),
+                                       ("memory_budget_bytes", -1, infera.InvalidInput, "memory_budget_bytes"),
+                                       ("arena_extend_strategy", "kDouble", infera.InvalidInput, "arena_extend"),
                                        ("perf_db", 3, infera.InvalidInput, "perf_db"),
                                        ("enable_profiling", True, infera.Unsupported, "RunOptions.profile"),
                                        ("enable_graph", "yes", infera.InvalidInput, "enable_graph")):
