@@ -23,7 +23,7 @@ namespace infera::gpu {
 int dnn_version() { return 0; }
 bool dnn_fuses(const Activation&) { return false; }
 std::vector<VendorCandidate> dnn_conv_candidates(const ConvShape&, const Epilogue&, bool, int, const DnnConvLayout&,
-                                                 std::string* why) {
+                                                 std::string* why, const std::string&) {
   if (why) *why = "cuDNN is not part of this build";
   return {};
 }
@@ -492,7 +492,7 @@ bool notes_ok(const EngineInfo& e, const Signature& sig) {
   return true;
 }
 
-std::vector<VendorCandidate> build_candidates(const Signature& sig, std::string& why) {
+std::vector<VendorCandidate> build_candidates(const Signature& sig, std::string& why, const std::string& only) {
   std::vector<VendorCandidate> out;
   HandleLease lease(sig.device);
   if (!lease.h) {
@@ -520,6 +520,7 @@ std::vector<VendorCandidate> build_candidates(const Signature& sig, std::string&
         ++filtered;
         continue;
       }
+      if (!only.empty() && e.name != only) continue;
       bool dup = false;
       for (const auto& c : out) dup = dup || c.name == e.name;
       if (dup || (e.runtime_compiled && rtc_attempts >= kMaxRtcAttempts)) continue;
@@ -586,7 +587,8 @@ bool dnn_fuses(const Activation& a) {
 }
 
 std::vector<VendorCandidate> dnn_conv_candidates(const ConvShape& s, const Epilogue& ep, bool tf32, int device,
-                                                 const DnnConvLayout& layout, std::string* why) {
+                                                 const DnnConvLayout& layout, std::string* why,
+                                                 const std::string& only) {
   auto no = [&](std::string msg) {
     if (why) *why = std::move(msg);
     return std::vector<VendorCandidate>{};
@@ -615,14 +617,17 @@ std::vector<VendorCandidate> dnn_conv_candidates(const ConvShape& s, const Epilo
   sig.x_align = slice_alignment(s.x_c_offset, es);
   sig.y_align = slice_alignment(sig.y_coff, es);
   sig.z_align = slice_alignment(sig.z_coff, es);
-  const std::string key = key_of(sig);
+  const std::string full = key_of(sig);
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.m);
-  auto it = c.entries.find(key);
+  auto it = c.entries.find(full);
+  if (it == c.entries.end() && !only.empty()) it = c.entries.find(full + "|only " + only);
   if (it == c.entries.end()) {
     std::string msg;
-    std::vector<VendorCandidate> cands = build_candidates(sig, msg);
-    it = c.entries.emplace(key, std::make_pair(std::move(cands), std::move(msg))).first;
+    std::vector<VendorCandidate> cands = build_candidates(sig, msg, only);
+    it = c.entries
+             .emplace(only.empty() ? full : full + "|only " + only, std::make_pair(std::move(cands), std::move(msg)))
+             .first;
   }
   if (it->second.first.empty() && why) *why = it->second.second;
   return it->second.first;

@@ -45,8 +45,11 @@ bool dnn_fuses(const Activation& a);
 // placement, act); its pointers are not kept. Empty when cuDNN has none (or is absent); *why, if
 // given, then says why. The first call for a new graph costs 2-650 ms (H200, cuDNN 9.19: the
 // runtime-compiled engines compile here); later calls for the same graph return the cached list.
+// only != "": just the engine of that name (a perf db's winner), or none when the heuristics do
+// not list it; the full list when it is cached already.
 std::vector<VendorCandidate> dnn_conv_candidates(const ConvShape& s, const Epilogue& ep, bool tf32, int device,
-                                                 const DnnConvLayout& layout = {}, std::string* why = nullptr);
+                                                 const DnnConvLayout& layout = {}, std::string* why = nullptr,
+                                                 const std::string& only = "");
 
 // Enqueues candidate c on stream (a stream of the candidate's device). t must match what c was
 // built for: x / y / residual placement, bias and residual present or not, the same activation,

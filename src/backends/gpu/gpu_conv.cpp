@@ -95,7 +95,8 @@ struct Choice {
   std::optional<gpu::VendorCandidate> vendor;  // set when the vendor's won
   std::string summary;                         // every candidate and its time, or "perf db ..."
 
-  // make_vendor() -> the vendor's candidates (empty when off or the epilogue does not fuse);
+  // make_vendor(only) -> the vendor's candidates (empty when off or the epilogue does not fuse;
+  // only != "": just that one where the library can build it alone, as a perf db winner needs);
   // run_ours(candidate, stream), run_vendor(candidate, workspace, workspace bytes, stream) -> gpu::Status.
   template <class MakeVendor, class RunOurs, class RunVendor>
   Status choose(const StepRequest& req, const PerfKey& key, const std::vector<gpu::Candidate>& cands, Scratch& sc,
@@ -112,7 +113,7 @@ struct Choice {
     bool vc_made = false;
     auto vendors = [&]() -> const std::vector<gpu::VendorCandidate>* {  // made on first use
       if (!vc_made) {
-        vc = make_vendor();
+        vc = make_vendor(std::string());
         vc_made = true;
       }
       return &vc;
@@ -124,6 +125,15 @@ struct Choice {
         return Status::ok();
       }
       if (auto w = db.winner(); w && tune::algo_of(*w) == SO::ConvAlgo::kVendor) {
+        // Only the engine the db names is built (cuDNN compiles runtime-compiled engines at build:
+        // the other candidates would cost what the search did).
+        std::vector<gpu::VendorCandidate> one = make_vendor(*w);
+        std::vector<std::string> on;
+        for (const auto& v : one) on.push_back(v.name);
+        if (auto i = db.known(on)) {
+          vendor = one[*i], summary = db.summary();
+          return Status::ok();
+        }
         std::vector<std::string> vn;
         for (const auto& v : *vendors()) vn.push_back(v.name);
         if (auto i = db.known(vn)) {
@@ -325,9 +335,9 @@ class ConvKernel : public GpuKernel {
         req_,
         gpu_key(cfg_, "conv", shape, p_.act, std::string(p_.bias ? "bias" : "") + (p_.residual ? "+residual" : "")),
         cands, sc,
-        [&] {
+        [&](const std::string& only) {
           return cfg_.vendor_libs && gpu::dnn_fuses(p_.act)  // cuDNN's engines for the same fused conv
-                     ? gpu::dnn_conv_candidates(s, t.ep, cfg_.tf32, cfg_.dev.index, {y_ps_, y_coff_})
+                     ? gpu::dnn_conv_candidates(s, t.ep, cfg_.tf32, cfg_.dev.index, {y_ps_, y_coff_}, nullptr, only)
                      : std::vector<gpu::VendorCandidate>{};
         },
         [&](const gpu::Candidate& cd, gpuStream_t stream) {
@@ -496,7 +506,7 @@ class GemmKernel : public GpuKernel {
                   s.trans_b ? 1 : 0, p_.b_const ? 1 : 0);
     Status st = choice_.choose(
         req_, gpu_key(cfg_, "gemm", shape, p_.act, t.bias ? "bias" : ""), cands, sc,
-        [&] {
+        [&](const std::string&) {
           return cfg_.vendor_libs && gpu::blas_fuses(p_.act)
                      ? gpu::blas_gemm_candidates(s, t.bias != nullptr, p_.act, cfg_.tf32, cfg_.dev.index)
                      : std::vector<gpu::VendorCandidate>{};

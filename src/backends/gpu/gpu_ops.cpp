@@ -4,6 +4,7 @@
 // reductions: gpu_memops.cpp.
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "backends/gpu/gpu_internal.h"
 #include "ops/elementwise.h"
@@ -192,7 +193,10 @@ bool plan_pointwise(const StepRequest& req, PwPlan& p) {
   }
   if (const auto* clip = dynamic_cast<const ClipOp*>(req.op)) {
     if (!req.has_in(0) || req.inputs[0]->value || req.in_dims(0) != y) return false;
+    // No bound: the reference's (and ONNX Runtime's) lowest/max float, so that Clip(+Inf) = FLT_MAX.
     p.act = activation_default(ActKind::kClip);
+    p.act.alpha = std::numeric_limits<float>::lowest();
+    p.act.beta = std::numeric_limits<float>::max();
     if (clip->opset() < 11) {
       p.act.alpha = clip->attr_min(), p.act.beta = clip->attr_max();
       return true;
