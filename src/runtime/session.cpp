@@ -383,6 +383,14 @@ size_t SessionImpl::peak_of(const Plan& p) const {
   return n;
 }
 
+size_t SessionImpl::chunk_peak(const Plan& p) const {
+  const size_t one = peak_of(p);
+  if (!opts.device.is_gpu()) return one;
+  // Two run contexts, so that one chunk's copies overlap the previous chunk's compute.
+  auto it = p.report.weight_bytes_per_device.find(opts.device.str());
+  return 2 * one - (it == p.report.weight_bytes_per_device.end() ? 0 : it->second);
+}
+
 Result<int64_t> SessionImpl::chunk_for(const Dims& dims) {
   if (budget == 0 || dims.empty()) return int64_t(0);
   {
@@ -439,7 +447,7 @@ Result<int64_t> SessionImpl::chunk_for(const Dims& dims) {
   for (int tries = 0; tries < 12 && !best; ++tries) {
     auto e = entry_for(with_batch(dims, c));
     if (!e.is_ok() && e.status().code() != StatusCode::kOutOfMemory) return e.status();
-    const size_t pk = e.is_ok() ? peak_of(*e.value()->plan) : SIZE_MAX;
+    const size_t pk = e.is_ok() ? chunk_peak(*e.value()->plan) : SIZE_MAX;
     if (e.is_ok()) {
       const PlanReport& r = e.value()->plan->report;
       auto at = [&](const std::map<std::string, size_t>& m) {
@@ -468,7 +476,7 @@ Result<int64_t> SessionImpl::chunk_for(const Dims& dims) {
     const int64_t up = guess(static_cast<double>(budget) * 0.98);
     if (up > best) {
       auto e = entry_for(with_batch(dims, up));
-      if (e.is_ok() && peak_of(*e.value()->plan) <= budget) best = up;
+      if (e.is_ok() && chunk_peak(*e.value()->plan) <= budget) best = up;
     }
   }
   if (verbose >= 1)
@@ -509,25 +517,45 @@ Status SessionImpl::run_chunked(const std::map<std::string, Tensor>& in, const D
     d[0] = c;
     return Tensor::view(t.dtype(), d, static_cast<char*>(const_cast<void*>(t.data())) + row * at, t.device());
   };
-  std::vector<StepTiming> all;
-  double device_total = 0;
-  int64_t at = 0;
-  for (int64_t c : chunk_sizes(n, chunk)) {
+  const std::vector<int64_t> sizes = chunk_sizes(n, chunk);
+  std::vector<int64_t> first(sizes.size(), 0);
+  for (size_t i = 1; i < sizes.size(); ++i) first[i] = first[i - 1] + sizes[i - 1];
+  std::vector<std::vector<StepTiming>> timings(sizes.size());
+  std::vector<double> device_ms(sizes.size(), 0);
+  auto one = [&](size_t i) -> Status {
+    const int64_t at = first[i], c = sizes[i];
     std::map<std::string, Tensor> vin;
     for (const auto& [name, t] : in) vin.emplace(name, rows(t, n, at, c));
     std::vector<Tensor> vout;
     for (const Tensor& t : out) vout.push_back(rows(t, n, at, c));
-    std::vector<StepTiming> timings;
-    double device_ms = 0;
     RunOptions r;
-    if (ro.profile) r.profile = &timings;
-    if (ro.device_ms) r.device_ms = &device_ms;
+    if (ro.profile) r.profile = &timings[i];
+    if (ro.device_ms) r.device_ms = &device_ms[i];
     Status s = run(vin, vout, false, r);
-    if (!s.is_ok())
-      return s.prefixed("rows " + std::to_string(at) + ".." + std::to_string(at + c - 1) + " of the batch: ");
-    all.insert(all.end(), timings.begin(), timings.end());
-    device_total += device_ms;
-    at += c;
+    return s.is_ok() ? s
+                     : s.prefixed("rows " + std::to_string(at) + ".." + std::to_string(at + c - 1) + " of the batch: ");
+  };
+  // On a GPU two threads take alternate chunks, each on its own run context and stream (the
+  // budget counted two): the copies of one overlap the compute of the other.
+  const size_t lanes = opts.device.is_gpu() && sizes.size() > 1 ? 2 : 1;
+  std::vector<Status> err(lanes, Status::ok());
+  auto lane = [&](size_t k) {
+    for (size_t i = k; i < sizes.size() && err[k].is_ok(); i += lanes) err[k] = one(i);
+  };
+  if (lanes == 1) {
+    lane(0);
+  } else {
+    std::thread second(lane, 1);
+    lane(0);
+    second.join();
+  }
+  for (const Status& e : err)
+    if (!e.is_ok()) return e;
+  std::vector<StepTiming> all;
+  double device_total = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    all.insert(all.end(), timings[i].begin(), timings[i].end());
+    device_total += device_ms[i];
   }
   if (ro.profile) *ro.profile = std::move(all);
   if (ro.device_ms) *ro.device_ms = device_total;
@@ -616,7 +644,7 @@ Result<PlanReport> Session::prepare(const std::map<std::string, std::vector<int6
     PlanReport r = e.value()->plan->report;
     r.perf_db_found = e.value()->perf_found;
     r.perf_db_timed = e.value()->perf_timed;
-    r.peak_bytes = impl_->peak_of(*e.value()->plan);
+    r.peak_bytes = c ? impl_->chunk_peak(*e.value()->plan) : impl_->peak_of(*e.value()->plan);
     if (c) {
       r.chunk_batch = c;
       r.chunks = static_cast<int64_t>(chunk_sizes(dims[0][0], c).size());

@@ -101,6 +101,8 @@ class SessionImpl {
   Status run(const std::map<std::string, Tensor>& in, std::vector<Tensor>& out, bool allocate, const RunOptions& ro);
   // The plan's bytes on the session's device for one run (PlanReport::peak_bytes).
   size_t peak_of(const Plan& p) const;
+  // What a chunked run of this plan holds: on a GPU two run contexts (pipelined chunks).
+  size_t chunk_peak(const Plan& p) const;
   // The chunk batch for these input dims under the budget (0: whole), choosing it on first use.
   Result<int64_t> chunk_for(const Dims& dims);
   Status run_chunked(const std::map<std::string, Tensor>& in, const Dims& dims, int64_t chunk, std::vector<Tensor>& out,

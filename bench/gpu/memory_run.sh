@@ -1,0 +1,55 @@
+#!/bin/bash
+# One device call for issue 10's memory / streams / saved-plan parts and the check after a change:
+#   1. unit tests (chunking on the GPU included), the ONNX node tests on the GPU, the Python tests
+#      on the GPU (tests/python/run_gpu_device.sh);
+#   2. ResNet-50 exported by the PyTorch peer (same weights), the peer's fp16 eager + CUDA graph
+#      times at batch 1 and 256; infera fp16: cold build with search into an empty perf DB, warm
+#      build from it (the <= 2 s target), batch 256 whole vs under a 1 GiB memory budget (chunks),
+#      batch 1 and 8 at 1, 2 and 4 streams (host I/O);
+#   3. a saved plan, where this build has `infera build`: build fp16 b1,256, then bench from it.
+# Usage (device tool, carry [".gpu-infera"] holding stage.tar.xz, node-tests.tar.xz,
+# python-stage.tar.xz, torch_peer.py): bash bench/gpu/memory_run.sh [TOTAL_S]
+set -u
+stage=.gpu-infera/stage.tar.xz total=${1:-480}
+. tests/gpu/device_env.sh
+exec > >(tee -a "$out/log.txt") 2>&1
+date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git log -1 --format='git %h' 2>/dev/null
+
+echo "== unit ($(left) s left)"
+timeout 150 stdbuf -oL "$bin/infera_unit_tests" --gtest_brief=1 >"$out/unit.txt" 2>&1; echo "unit exit $?" >>"$out/unit.txt"
+grep -E "FAILED|PASSED|SKIPPED|exit" "$out/unit.txt" | tail -n 12
+grep -B2 -A8 "Failure" "$out/unit.txt" | head -n 40
+echo "== node tests on the GPU ($(left) s left)"
+nd=/tmp/nt; mkdir -p $nd; tar -C $nd -xJf .gpu-infera/node-tests.tar.xz
+timeout 60 "$bin/infera" check $nd/distinct --device gpu --skip-file $nd/skips.txt --quiet 2>&1 | tail -n 3
+echo "== python on the GPU ($(left) s left)"
+OUT=$out timeout 120 bash tests/python/run_gpu_device.sh 2>&1 | tail -n 6
+
+echo "== torch peer, resnet50 fp16 ($(left) s left)"
+m=/tmp/resnet50.onnx
+timeout 120 python3 .gpu-infera/torch_peer.py --model resnet50 --batches 1,8,256 --dtypes fp16 --export $m \
+  >"$out/torch-resnet50.jsonl" 2>"$out/torch-resnet50.err"
+tail -n 2 "$out/torch-resnet50.err"; cat "$out/torch-resnet50.jsonl"
+b() { timeout 120 "$bin/infera" bench $m --device gpu --precision fp16 --warmup 10 --duration 1.5 "$@" 2>&1 |
+  grep -E "perf db|^ +(batch|[0-9]+) |plan memory|error"; }
+db=$out/perfdb.json; rm -f "$db"
+echo "== cold build with search into an empty DB, b256 ($(left) s left)"
+b --batch 256 --io device --perf-db "$db" --verbose --json "$out/cold.json"
+echo "== warm build from the DB ($(left) s left)"
+b --batch 256 --io device --perf-db "$db" --verbose --json "$out/warm.json"
+b --batch 256 --io device --perf-db "$db" --json "$out/warm2.json"
+echo "== b256 under a 1 GiB and a 512 MiB memory budget ($(left) s left)"
+b --batch 256 --io device --perf-db "$db" --memory-budget 1G --json "$out/budget1g.json"
+b --batch 256 --io device --perf-db "$db" --memory-budget 512M --json "$out/budget512m.json"
+echo "== streams 1,2,4 at b1 and b8, host I/O ($(left) s left)"
+b --batch 1,8 --streams 1,2,4 --perf-db "$db" --json "$out/streams.json"
+if "$bin/infera" build --help >/dev/null 2>&1; then
+  echo "== saved plan ($(left) s left)"
+  t0=$SECONDS
+  timeout 120 "$bin/infera" build $m -o /tmp/r50.iplan --device gpu --precision fp16 --batch 1,256 --perf-db "$db" 2>&1 | tail -n 3
+  echo "build took $((SECONDS - t0)) s; $(stat -c %s /tmp/r50.iplan 2>/dev/null) bytes"
+  timeout 60 "$bin/infera" info /tmp/r50.iplan 2>&1 | head -n 12
+  timeout 100 "$bin/infera" bench /tmp/r50.iplan --device gpu --precision fp16 --batch 1,256 --io device --warmup 10 \
+    --duration 1.5 --json "$out/iplan.json" 2>&1 | grep -E "^ +(batch|[0-9]+) |load|error"
+fi
+echo "done in $((SECONDS - start)) s"
