@@ -188,6 +188,33 @@ class InferenceSession:
             run_options.profile_result = [StepTiming(*p) for p in profile]
         return outs
 
+    def profile(self, input_feed, runs=10, warmup=2):
+        """Per-layer times, as ``infera profile``: runs the inputs ``warmup`` times, then ``runs``
+        times with every step timed (device events on a GPU), and returns one dict per step kind
+        and node, slowest first: ``node``, ``op``, ``backend``, ``ms`` (mean per run), ``share``
+        (of the summed step time) and ``calls`` (per run). GPU graphs are not used while profiling
+        (steps are timed one by one), so the sum may exceed a graph replay's time."""
+        if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+            raise _infera.InvalidInput("profile: runs must be an int >= 1, found %r" % (runs,))
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise _infera.InvalidInput("profile: warmup must be an int >= 0, found %r" % (warmup,))
+        for _ in range(warmup):
+            self.run(None, input_feed)
+        ro = RunOptions()
+        ro.profile = True
+        rows = collections.OrderedDict()
+        for _ in range(runs):
+            self.run(None, input_feed, ro)
+            for t in ro.profile_result:
+                key = (t.node, t.op, t.backend)
+                ms, calls = rows.get(key, (0.0, 0))
+                rows[key] = (ms + t.ms, calls + 1)
+        total = sum(ms for ms, _ in rows.values()) or 1.0
+        out = [{"node": k[0] or "(inserted %s)" % k[1], "op": k[1], "backend": k[2], "ms": ms / runs,
+                "share": ms / total, "calls": calls / runs} for k, (ms, calls) in rows.items()]
+        out.sort(key=lambda r: -r["ms"])
+        return out
+
     def run_with_dlpack(self, output_names, input_feed, run_options=None):
         """run(..., output_type="dlpack"): outputs with ``__dlpack__``/``__dlpack_device__``, so that
         ``torch.from_dlpack(out)`` or ``numpy.from_dlpack(out)`` takes them without a copy."""

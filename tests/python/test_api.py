@@ -121,6 +121,16 @@ def test_prepare_and_memory(tiny):
     assert tiny.allocated_bytes() > 0
 
 
+def test_profile_per_layer(tiny):
+    rows = tiny.profile({"input": rand(2, 3, 32, 32)}, runs=3, warmup=1)
+    assert rows and {"node", "op", "backend", "ms", "share", "calls"} <= set(rows[0])
+    assert all(rows[i]["ms"] >= rows[i + 1]["ms"] for i in range(len(rows) - 1))
+    assert abs(sum(r["share"] for r in rows) - 1.0) < 1e-6
+    assert any("Conv" in r["op"] for r in rows), [r["op"] for r in rows]
+    with pytest.raises(infera.InvalidInput, match="runs"):
+        tiny.profile({"input": rand(2, 3, 32, 32)}, runs=0)
+
+
 def test_memory_budget_runs_in_chunks(tiny_path, tiny):
     """SessionOptions.memory_budget_bytes is the C++ budget: a batch over it runs in chunks, equal to
     the whole batch run without a budget; too small for batch 1 is infera.OutOfMemory."""
