@@ -444,7 +444,9 @@ Result<int64_t> SessionImpl::chunk_for(const Dims& dims) {
   };
   int64_t c = guess(static_cast<double>(budget)), best = 0;
   size_t best_peak = 0;
+  std::vector<int64_t> tried;
   for (int tries = 0; tries < 12 && !best; ++tries) {
+    tried.push_back(c);
     auto e = entry_for(with_batch(dims, c));
     if (!e.is_ok() && e.status().code() != StatusCode::kOutOfMemory) return e.status();
     const size_t pk = e.is_ok() ? chunk_peak(*e.value()->plan) : SIZE_MAX;
@@ -475,13 +477,23 @@ Result<int64_t> SessionImpl::chunk_for(const Dims& dims) {
   if (static_cast<double>(best_peak) < 0.9 * static_cast<double>(budget) && best < n - 1) {
     const int64_t up = guess(static_cast<double>(budget) * 0.98);
     if (up > best) {
+      tried.push_back(up);
       auto e = entry_for(with_batch(dims, up));
       if (e.is_ok() && chunk_peak(*e.value()->plan) <= budget) best = up;
     }
   }
+  // Balanced chunks (37 in at most 12: 10, 10, 10, 7): at most two plan sizes are run; the plans
+  // made only to measure are dropped (on a GPU each holds its own copy of the weights).
+  const std::vector<int64_t> sizes = chunk_sizes(n, best);
+  best = sizes.front();
+  {
+    std::lock_guard<std::mutex> l(mu);
+    for (int64_t t : tried)
+      if (t != sizes.front() && t != sizes.back()) plans.erase(with_batch(dims, t));
+  }
   if (verbose >= 1)
-    std::fprintf(stderr, "infera: batch %lld runs in chunks of %lld (memory budget %s)\n", static_cast<long long>(n),
-                 static_cast<long long>(best), mib(budget).c_str());
+    std::fprintf(stderr, "infera: batch %lld runs in %zu chunks of at most %lld (memory budget %s)\n",
+                 static_cast<long long>(n), sizes.size(), static_cast<long long>(best), mib(budget).c_str());
   return remember(best);
 }
 

@@ -248,7 +248,9 @@ int cmd_bench(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, spec);
   SessionOptions opts;
   session_options(a, opts);
-  opts.max_cached_plans = 1;  // batches run one after another: the memory figure is this batch's
+  // Batches run one after another: the memory figure is this batch's (a batch run in chunks under
+  // --memory-budget uses two plans: the chunk's and the last, smaller one's).
+  opts.max_cached_plans = opts.memory_budget_bytes ? 2 : 1;
   const int warmup = static_cast<int>(a.get_int("--warmup", 5, 0, 1000000));
   const int iters = static_cast<int>(a.get_int("--iterations", 0, 1, 100000000));
   const double duration = a.get_double("--duration", 3.0, 0.001, 86400);
