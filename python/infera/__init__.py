@@ -24,7 +24,7 @@ __version__ = _infera.version()
 __all__ = ["InferenceSession", "SessionOptions", "RunOptions", "IoBinding", "NodeArg", "ModelMetadata", "StepTiming",
            "GraphOptimizationLevel", "ExecutionMode", "InferaError", "InvalidModel", "InvalidInput", "Unsupported",
            "OutOfMemory", "DeviceError", "IoError", "InternalError", "get_available_providers", "get_all_providers",
-           "get_device", "available_backends", "cli_path", "__version__"]
+           "get_device", "available_backends", "cli_path", "quantize", "__version__"]
 
 
 def get_device():
@@ -35,6 +35,19 @@ def get_device():
 def available_backends():
     """infera's backends: a list of dicts (name, device, available, version, details), as `infera doctor`."""
     return _infera.available_backends()
+
+
+def quantize(model_path, output_path, calibration_data, method="minmax", num_threads=0):
+    """INT8 post-training quantization, as `infera quantize`: runs the float model over
+    ``calibration_data`` (an iterable of arrays, each a batch for the model's single input),
+    keeps one range per activation by ``method`` ("minmax", "percentile:99.99" or "entropy"),
+    and writes a QDQ model (per-channel int8 weights, int8 activations) to ``output_path``, which
+    infera runs as int8 on the CPU and ONNX Runtime runs too. Returns the calibration table:
+    ``{"method": str, "amax": {tensor name: float}}``. Errors are infera exceptions naming the
+    sample or tensor at fault (an empty set, NaN/Inf in a sample, a shape the model refuses)."""
+    import os
+    samples = list(calibration_data)
+    return _infera.quantize(os.fspath(model_path), os.fspath(output_path), samples, str(method), int(num_threads))
 
 
 def cli_path():

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "convert.h"
+#include "infera/quantize.h"
 
 namespace infera::py {
 
@@ -298,6 +299,35 @@ class PySession {
   Device device_;
 };
 
+// infera.quantize: calibration over sample batches, then the QDQ model (infera quantize's core).
+nb::dict quantize_model(const std::string& model, const std::string& out, nb::list samples, const std::string& method,
+                        int num_threads) {
+  CalibrationOptions o;
+  if (Status st = parse_calib_method(method, o.method, o.percentile); !st.is_ok()) raise_status(st);
+  o.num_threads = num_threads;
+  std::vector<Feed> feeds;  // the arrays stay alive while calibrating
+  std::vector<CalibrationSample> cs;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const std::string name = "calibration sample " + std::to_string(i);
+    feeds.push_back(to_feed(samples[i], name, DataType::kUndefined, Device::cpu()));
+    cs.push_back({name, feeds.back().tensor});
+  }
+  Result<CalibrationTable> t = CalibrationTable{};
+  {
+    nb::gil_scoped_release unlocked;
+    t = calibrate(model, cs, o);
+    if (t.is_ok()) {
+      Status w = write_qdq_model(model, t.value(), out);
+      if (!w.is_ok()) t = w;
+    }
+  }
+  if (!t.is_ok()) raise_status(t.status());
+  nb::dict d;
+  d["method"] = t.value().method;
+  d["amax"] = t.value().amax;
+  return d;
+}
+
 PySession load(nb::handle model, const std::string& model_dir, const std::string& device, const std::string& precision,
                const std::vector<std::string>& backends, int num_threads, bool optimize, int max_cached_plans,
                int max_run_contexts, bool allow_tf32, bool vendor_libraries, const std::string& gpu_graphs, int verbose,
@@ -417,6 +447,8 @@ NB_MODULE(_infera, m) {
   using namespace infera::py;
   m.doc() = "infera's C++ core (include/infera/infera.h); use the `infera` package.";
   make_errors(m);
+  m.def("quantize", &quantize_model, nb::arg("model"), nb::arg("out"), nb::arg("samples"), nb::arg("method"),
+        nb::arg("num_threads"));
   m.def("version", [] { return std::string(infera::version()); });
   m.def("available_backends", &backends_list);
   m.def("gpu_build", [] {

@@ -31,11 +31,13 @@ Status parse_calib_method(const std::string& s, CalibMethod& m, double& percenti
       const std::string v = s.substr(11);
       percentile = std::strtod(v.c_str(), &end);
       if (!end || *end || !(percentile > 0 && percentile <= 100))
-        return Status::error("calibration method '" + s + "': the percentile must be a number in (0, 100]");
+        return Status::error(StatusCode::kInvalidInput,
+                             "calibration method '" + s + "': the percentile must be a number in (0, 100]");
     }
     return Status::ok();
   }
-  return Status::error("unknown calibration method '" + s + "' (minmax, percentile[:P], entropy)");
+  return Status::error(StatusCode::kInvalidInput,
+                       "unknown calibration method '" + s + "' (minmax, percentile[:P], entropy)");
 }
 
 float amax_percentile(const std::vector<double>& hist, float hist_max, double percentile) {
