@@ -21,3 +21,6 @@ run fp32
 for m in minmax percentile:99.99 entropy; do
   run "int8 ($m)" --precision int8 --calibration "$DATA/calib_images.npy" --calib-method "$m"
 done
+for b in 0.02 0.005; do
+  run "mixed (budget $b)" --precision mixed --calibration "$DATA/calib_images.npy" --accuracy-budget "$b"
+done

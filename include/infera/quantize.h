@@ -48,6 +48,43 @@ Result<CalibrationTable> calibrate(const std::string& model_path, const std::vec
                                    const CalibrationOptions& opts);
 
 // Writes the QDQ model: scale = amax / 127 (a zero range gets scale 1: every value is 0 anyway).
-Status write_qdq_model(const std::string& model_path, const CalibrationTable& table, const std::string& out_path);
+// float_layers (names from qdq_layers) stay float: their weights, inputs and outputs are not
+// quantized unless a quantized layer reads or writes the same tensor (mixed precision).
+Status write_qdq_model(const std::string& model_path, const CalibrationTable& table, const std::string& out_path,
+                       const std::vector<std::string>& float_layers = {});
+
+// The layers write_qdq_model quantizes: Convs with float weights and residual Adds, by node name
+// (the first output's name for an unnamed node), in graph order.
+Result<std::vector<std::string>> qdq_layers(const std::string& model_path);
+
+// Mixed precision under an accuracy budget. The error of a model is the mean over the samples of
+// ||y - y_float|| / ||y_float|| over its outputs (relative output error). Each layer's
+// sensitivity is that error with the layer quantized alone. With every layer int8 within the
+// budget, that is the choice; else the k most sensitive layers stay float, the smallest k whose
+// measured mix fits (found by bisection: one measured model per step).
+struct MixedOptions {
+  double budget = 0.01;                  // the largest relative output error accepted
+  std::vector<std::string> force_float;  // layers kept float whatever their sensitivity
+  std::vector<std::string> force_int8;   // layers quantized whatever their sensitivity
+  bool float_by_default = false;         // "*:fp32": only force_int8 layers are quantized
+  size_t max_samples = 4;                // sample batches used for the measurements (the first ones)
+  int num_threads = 0;
+  std::function<void(size_t done, size_t total)> progress;  // per layer measured
+};
+struct LayerChoice {
+  std::string layer;
+  double sensitivity = 0;  // relative output error with this layer alone in int8 (-1: not measured)
+  bool int8 = true;
+  std::string why;  // "forced ...", "among the most sensitive: ...", "within the budget"
+};
+struct MixedPlan {
+  std::vector<LayerChoice> layers;  // in graph order
+  double all_int8 = 0;              // measured error with every layer int8
+  double estimated = 0;             // the int8 layers' sensitivities added in quadrature
+  double measured = 0;              // measured error of the chosen mix
+  std::vector<std::string> float_layers() const;
+};
+Result<MixedPlan> choose_mixed(const std::string& model_path, const CalibrationTable& table,
+                               const std::vector<CalibrationSample>& samples, const MixedOptions& opts);
 
 }  // namespace infera

@@ -121,7 +121,7 @@ Result<CalibrationTable> calibrate(const std::string& model_path, const std::vec
   onnx::ModelProto m;
   auto bytes = read_model_proto(model_path, m);
   if (!bytes.is_ok()) return bytes.status();
-  const std::vector<std::string> names = qdq_tensor_names(m.graph());
+  const std::vector<std::string> names = qdq_tensor_names(m.graph(), {});
   if (names.empty()) return Status::error(model_path + ": no Conv with constant weights to quantize");
   // The tensors become extra graph outputs, so the run returns them (passes keep graph outputs).
   std::set<std::string> outs;

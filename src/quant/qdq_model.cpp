@@ -46,6 +46,9 @@ bool onnx_op(const onnx::NodeProto& n, const char* op) {
   return n.op_type() == op && (n.domain().empty() || n.domain() == "ai.onnx");
 }
 
+// A unit of mixed precision: its node name, or its first output for an unnamed node.
+std::string layer_id(const onnx::NodeProto& n) { return n.name().empty() ? n.output(0) : n.name(); }
+
 // Convs whose weight is a float initializer of rank 4 (the ones the writer quantizes).
 bool quantizable_conv(const onnx::NodeProto& n, const GraphIndex& ix) {
   if (!onnx_op(n, "Conv") || n.input_size() < 2) return false;
@@ -63,7 +66,7 @@ Result<std::string> read_model_proto(const std::string& path, onnx::ModelProto& 
   return bytes.take();
 }
 
-std::vector<std::string> qdq_tensor_names(const onnx::GraphProto& g) {
+std::vector<std::string> qdq_tensor_names(const onnx::GraphProto& g, const std::set<std::string>& float_layers) {
   GraphIndex ix(g);
   std::vector<std::string> out;
   std::set<std::string> seen;
@@ -75,6 +78,7 @@ std::vector<std::string> qdq_tensor_names(const onnx::GraphProto& g) {
     add(r >= 0 ? g.node(r).output(0) : t);
   };
   for (const auto& n : g.node()) {
+    if (float_layers.count(layer_id(n))) continue;
     if (quantizable_conv(n, ix)) {
       add(n.input(0));
       add_after_relu(n.output(0));
@@ -91,7 +95,24 @@ Result<std::vector<std::string>> qdq_tensors(const std::string& model_path) {
   onnx::ModelProto m;
   auto r = read_model_proto(model_path, m);
   if (!r.is_ok()) return r.status();
-  return qdq_tensor_names(m.graph());
+  return qdq_tensor_names(m.graph(), {});
+}
+
+std::vector<std::string> qdq_layer_names(const onnx::GraphProto& g) {
+  GraphIndex ix(g);
+  std::vector<std::string> out;
+  for (const auto& n : g.node())
+    if (quantizable_conv(n, ix) ||
+        (onnx_op(n, "Add") && n.input_size() == 2 && !ix.is_const(n.input(0)) && !ix.is_const(n.input(1))))
+      out.push_back(layer_id(n));
+  return out;
+}
+
+Result<std::vector<std::string>> qdq_layers(const std::string& model_path) {
+  onnx::ModelProto m;
+  auto r = read_model_proto(model_path, m);
+  if (!r.is_ok()) return r.status();
+  return qdq_layer_names(m.graph());
 }
 
 namespace {
@@ -125,7 +146,8 @@ onnx::NodeProto make_node(const char* op, std::vector<std::string> in, std::stri
 
 }  // namespace
 
-Status write_qdq_model(const std::string& model_path, const CalibrationTable& table, const std::string& out_path) {
+Status write_qdq_model(const std::string& model_path, const CalibrationTable& table, const std::string& out_path,
+                       const std::vector<std::string>& float_layers) {
   onnx::ModelProto m;
   auto r = read_model_proto(model_path, m);
   if (!r.is_ok()) return r.status();
@@ -138,7 +160,16 @@ Status write_qdq_model(const std::string& model_path, const CalibrationTable& ta
                          "with opset >= 13");
   onnx::GraphProto& g = *m.mutable_graph();
   const std::string dir = model_path.find('/') == std::string::npos ? "." : model_path.substr(0, model_path.rfind('/'));
-  const std::vector<std::string> acts = qdq_tensor_names(g);
+  const std::set<std::string> floats(float_layers.begin(), float_layers.end());
+  {
+    const std::vector<std::string> units = qdq_layer_names(g);
+    const std::set<std::string> known(units.begin(), units.end());
+    for (const std::string& f : floats)
+      if (!known.count(f))
+        return Status::error(StatusCode::kInvalidInput, "layer '" + f + "' is not a Conv or residual Add of " +
+                                                            model_path + " (layers: quantizable Convs and Adds)");
+  }
+  const std::vector<std::string> acts = qdq_tensor_names(g, floats);
   std::map<std::string, float> scale;
   for (const std::string& t : acts) {
     auto it = table.amax.find(t);
@@ -154,7 +185,7 @@ Status write_qdq_model(const std::string& model_path, const CalibrationTable& ta
   std::set<std::string> replaced;                                  // float initializers the DQ nodes replace
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& n = g.node(i);
-    if (!quantizable_conv(n, ix)) continue;
+    if (!quantizable_conv(n, ix) || floats.count(layer_id(n))) continue;
     auto wt = tensor_from_proto(*ix.init.at(n.input(1)), dir, "initializer '" + n.input(1) + "'");
     if (!wt.is_ok()) return wt.status();
     const Tensor& w = wt.value();

@@ -153,3 +153,46 @@ def add(c, ort):
         expect(rc == 2 and "--calibration" in se, "int8 without calibration: exit %d %s" % (rc, se.strip()))
 
     c.test("eval: fp32 top1=1 vs its own argmax; int8; bad labels", eval_top1)
+
+    def mixed_precision():
+        import onnx
+        def quant_ops(path):
+            g = onnx.load(path).graph
+            convs = [n for n in g.node if n.op_type == "Conv"]
+            quantized = {n.name for n in convs if n.input[1].endswith("_dq")}
+            return quantized, sum(n.op_type == "QuantizeLinear" for n in g.node)
+        out = os.path.join(d, "cls.mixed.onnx")
+        # A generous budget: every layer int8, as plain int8.
+        rc, so, se = c.sh("quantize", model, "--calibration", calib, "-o", out, "--batch", "8", "--precision", "mixed",
+                          "--accuracy-budget", "1")
+        ok(rc, so, se)
+        expect(re.search(r"mixed: 3 of 3 layers int8; .* measured [0-9.]+ \(budget 1\.00000, met\)", so),
+               "budget 1: not every layer int8:\n" + so)
+        expect(quant_ops(out)[0] == {"c1", "c2"}, "budget 1: quantized convs %r" % (quant_ops(out)[0],))
+        # No error allowed: every layer float (the model is the float one again, no Q nodes).
+        rc, so, se = c.sh("quantize", model, "--calibration", calib, "-o", out, "--batch", "8", "--precision", "mixed",
+                          "--accuracy-budget", "0")
+        ok(rc, so, se)
+        expect("mixed: 0 of 3 layers int8" in so and quant_ops(out) == (set(), 0), "budget 0:\n" + so)
+        # An override wins over the budget.
+        rc, so, se = c.sh("quantize", model, "--calibration", calib, "-o", out, "--batch", "8", "--precision", "mixed",
+                          "--accuracy-budget", "1", "--layer-precision", "c1:fp32,*:int8")
+        ok(rc, so, se)
+        expect(re.search(r"c1\s+fp32\s+-\s+forced fp32", so) and quant_ops(out)[0] == {"c2"}, "c1:fp32:\n" + so)
+        # eval --precision mixed runs the mix and reports it.
+        labels = os.path.join(d, "mlabels.npy")
+        np.save(labels, np.zeros(50, np.int64))
+        rc, so, se = c.sh("eval", model, "--images", os.path.join(d, "images.npy"), "--labels", labels, "--precision",
+                          "mixed", "--calibration", calib, "--batch", "10", "--accuracy-budget", "0.05")
+        ok(rc, so, se)
+        expect(re.search(r"^mixed: \d of 3 layers int8", so, re.M) and "precision=mixed" in so.splitlines()[-1],
+               "eval mixed:\n" + so)
+        one_line_error(*c.sh("quantize", model, "--calibration", calib, "-o", out, "--precision", "mixed",
+                             "--layer-precision", "nope:fp32"), 1, "'nope'")
+        one_line_error(*c.sh("quantize", model, "--calibration", calib, "-o", out, "--precision", "mixed",
+                             "--layer-precision", "c1=fp32"), 1, "--layer-precision")
+        one_line_error(*c.sh("quantize", model, "--calibration", calib, "-o", out, "--accuracy-budget", "0.1"), 2,
+                       "--precision mixed")
+        one_line_error(*c.sh("quantize", model, "--calibration", calib, "-o", out, "--precision", "fp8"), 2,
+                       "--precision")
+    c.test("quantize --precision mixed: budget 1 all int8, 0 all float, overrides, eval", mixed_precision)

@@ -28,6 +28,11 @@ struct QuantizeRequest {
   int64_t batch = 32;
   int num_threads = 0;
   bool progress = false;
+  // Mixed precision (--precision mixed): layers kept float by an accuracy budget (relative output
+  // error), with --layer-precision overrides ("conv1:fp32,*:int8").
+  bool mixed = false;
+  double budget = 0.01;
+  std::string layer_precision;
 };
 Status quantize_to_file(const QuantizeRequest& q, std::string* summary);
 

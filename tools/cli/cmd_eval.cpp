@@ -22,7 +22,11 @@ const CommandSpec& eval_spec() {
                   {}};
     c.options.push_back({"--images", "X.npy", "the images, float32 [N, ...] as the model's input takes them"});
     c.options.push_back({"--labels", "Y.npy", "the labels, int32/int64 [N]"});
-    c.options.push_back({"--precision", "P", "fp32 | int8 (default fp32; mixed is not implemented yet)"});
+    c.options.push_back({"--precision", "P",
+                         "fp32 | int8 | mixed (int8 where the accuracy budget allows, as `infera\nquantize "
+                         "--precision mixed`; default fp32)"});
+    c.options.push_back({"--accuracy-budget", "E", "mixed: relative output error allowed, 0..1 (default 0.01)"});
+    c.options.push_back({"--layer-precision", "LIST", "mixed: overrides, 'conv1:fp32,*:int8'"});
     c.options.push_back({"--calibration", "PATH", "int8: calibration samples (.npy array or folder of .npy)"});
     c.options.push_back({"--calib-method", "M", "int8: minmax | percentile[:P] | entropy (default minmax)"});
     c.options.push_back({"--calib-cache", "FILE", "int8: reuse the ranges in FILE if it exists, else write them"});
@@ -58,14 +62,18 @@ int cmd_eval(int argc, char** argv) {
   const CommandSpec& spec = eval_spec();
   Args a = parse_args(argc, argv, 2, spec);
   const int64_t batch = a.get_int("--batch", 32, 1, 65536);
+  const double budget = a.get_double("--accuracy-budget", 0.01, 0, 1);
   const int threads = static_cast<int>(a.get_int("--threads", 0, 1, 1024));
   if (a.positional.size() != 1) a.error("expects one MODEL");
   if (!a.has("--images") || !a.has("--labels")) a.error("needs --images X.npy and --labels Y.npy");
   const std::string prec = a.get("--precision", "fp32");
-  if (prec != "fp32" && prec != "int8")
-    a.error("--precision '" + prec + "': fp32 or int8 (mixed is not implemented yet)");
+  if (prec != "fp32" && prec != "int8" && prec != "mixed") a.error("--precision '" + prec + "': fp32, int8 or mixed");
   if (prec == "int8" && !a.has("--calibration") && !a.has("--calib-cache"))
     a.error("--precision int8 needs --calibration PATH or --calib-cache FILE");
+  if (prec == "mixed" && !a.has("--calibration"))
+    a.error("--precision mixed needs --calibration PATH (the layers are measured on it)");
+  if (prec != "mixed" && (a.has("--accuracy-budget") || a.has("--layer-precision")))
+    a.error("--accuracy-budget and --layer-precision choose a mix: give --precision mixed");
   const int rc = handle_help_and_usage(spec, a);
   if (rc >= 0) return rc;
   std::string model = a.positional[0], tmp_model;
@@ -78,7 +86,7 @@ int cmd_eval(int argc, char** argv) {
   const int64_t N = X.dims()[0];
   auto labels = read_labels(a.get("--labels"), N);
   if (!labels.is_ok()) return fail(labels.message());
-  if (prec == "int8") {
+  if (prec == "int8" || prec == "mixed") {
     char tmpl[] = "/tmp/infera-eval-XXXXXX";
     const int fd = mkstemp(tmpl);
     if (fd < 0) return fail("cannot create a temporary file for the quantized model");
@@ -94,6 +102,9 @@ int cmd_eval(int argc, char** argv) {
     q.batch = batch;
     q.num_threads = threads;
     q.progress = stderr_is_tty();
+    q.mixed = prec == "mixed";
+    q.budget = budget;
+    q.layer_precision = a.get("--layer-precision");
     std::string summary;
     Status s = quantize_to_file(q, &summary);
     if (!a.has("--calib-cache")) std::remove(q.cache.c_str());

@@ -2,6 +2,7 @@
 // writes a standard QDQ ONNX model (per-channel int8 weights, int8 per-tensor activations, int32
 // biases) that infera runs as int8 and ONNX Runtime runs too.
 #include <cstdio>
+#include <sstream>
 
 #include "calib.h"
 
@@ -29,6 +30,15 @@ const CommandSpec& quantize_spec() {
                          "read the ranges from FILE if it exists, else write them there\n"
                          "(default: OUT.calib.json, written)"});
     c.options.push_back({"--batch", "N", "samples per calibration run from one .npy array, 1..65536 (default 32)"});
+    c.options.push_back({"--precision", "P",
+                         "int8 (every quantizable layer) | mixed: the layers most sensitive to int8\n"
+                         "stay float until the relative output error fits --accuracy-budget (default int8)"});
+    c.options.push_back({"--accuracy-budget", "E",
+                         "mixed: the largest relative output error ||y - y_fp32|| / ||y_fp32||,\nmean over "
+                         "the first 4 calibration batches, 0..1 (default 0.01)"});
+    c.options.push_back({"--layer-precision", "LIST",
+                         "mixed: overrides, NAME:int8|fp32 joined by commas; '*' is every other\nlayer "
+                         "(trtexec's --layerPrecisions): 'conv1:fp32,*:int8'"});
     c.options.push_back({"--threads", "N", "threads, 1..1024 (default: all cores)"});
     return c;
   }();
@@ -57,9 +67,13 @@ Status quantize_to_file(const QuantizeRequest& q, std::string* summary) {
                            "', not '" + method_name + "'");
     cache = c.take();
     from_cache = true;
-  } else {
+  }
+  std::vector<CalibrationSample> samples;
+  if (!from_cache || q.mixed) {
     if (q.calibration.empty())
-      return Status::error("no calibration data: give --calibration PATH (or an existing --calib-cache FILE)");
+      return Status::error(q.mixed
+                               ? "mixed precision measures the layers on samples: give --calibration PATH"
+                               : "no calibration data: give --calibration PATH (or an existing --calib-cache FILE)");
     auto s = Session::load(q.model);
     if (!s.is_ok()) return s.status();
     if (s.value()->inputs().size() != 1)
@@ -68,8 +82,11 @@ Status quantize_to_file(const QuantizeRequest& q, std::string* summary) {
     // A model that fixes its batch takes batches of that size.
     const IoInfo& in = s.value()->inputs()[0];
     const int64_t batch = !in.dims.empty() && in.dims[0].value > 0 ? in.dims[0].value : q.batch;
-    auto samples = load_calibration(q.calibration, in.dims.size(), batch);
-    if (!samples.is_ok()) return samples.status();
+    auto loaded = load_calibration(q.calibration, in.dims.size(), batch);
+    if (!loaded.is_ok()) return loaded.status();
+    samples = loaded.take();
+  }
+  if (!from_cache) {
     CalibrationOptions o;
     o.method = method;
     o.percentile = pct;
@@ -81,12 +98,57 @@ Status quantize_to_file(const QuantizeRequest& q, std::string* summary) {
                      total);
         if (done == total) std::fputc('\n', stderr);
       };
-    auto t = calibrate(q.model, samples.value(), o);
+    auto t = calibrate(q.model, samples, o);
     if (!t.is_ok()) return t.status();
     cache.model_sha256 = hash.value();
     cache.table = t.take();
   }
-  st = write_qdq_model(q.model, cache.table, q.out);
+  std::string mixed_report;
+  std::vector<std::string> float_layers;
+  if (q.mixed) {
+    MixedOptions mo;
+    mo.budget = q.budget;
+    mo.num_threads = q.num_threads;
+    std::stringstream ss(q.layer_precision);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      const size_t c = item.rfind(':');
+      const std::string name = c == std::string::npos ? "" : item.substr(0, c),
+                        p = c == std::string::npos ? "" : item.substr(c + 1);
+      const bool is_float = p == "fp32" || p == "fp16" || p == "float";
+      if (name.empty() || (!is_float && p != "int8"))
+        return Status::error(
+            StatusCode::kInvalidInput,
+            "--layer-precision: '" + item + "' is not NAME:int8 or NAME:fp32 ('*' for every other layer)");
+      if (name == "*")
+        mo.float_by_default = is_float;
+      else
+        (is_float ? mo.force_float : mo.force_int8).push_back(name);
+    }
+    if (q.progress)
+      mo.progress = [](size_t done, size_t total) {
+        std::fprintf(stderr, "\rmeasuring layers %zu/%zu", done, total);
+        if (done == total) std::fputc('\n', stderr);
+      };
+    auto plan = choose_mixed(q.model, cache.table, samples, mo);
+    if (!plan.is_ok()) return plan.status();
+    float_layers = plan.value().float_layers();
+    char line[512];
+    mixed_report = "layer precision (sensitivity = relative output error with the layer alone in int8):\n";
+    for (const LayerChoice& l : plan.value().layers) {
+      std::snprintf(line, sizeof line, "  %-48s %-5s %10s  %s\n", l.layer.c_str(), l.int8 ? "int8" : "fp32",
+                    l.sensitivity < 0 ? "-" : std::to_string(l.sensitivity).c_str(), l.why.c_str());
+      mixed_report += line;
+    }
+    std::snprintf(line, sizeof line,
+                  "mixed: %zu of %zu layers int8; relative output error: all int8 %.5f, estimated %.5f, measured %.5f "
+                  "(budget %.5f%s)\n",
+                  plan.value().layers.size() - float_layers.size(), plan.value().layers.size(), plan.value().all_int8,
+                  plan.value().estimated, plan.value().measured, q.budget,
+                  plan.value().measured <= q.budget ? ", met" : ", NOT met with every free layer float");
+    mixed_report += line;
+  }
+  st = write_qdq_model(q.model, cache.table, q.out, float_layers);
   if (!st.is_ok()) return st;
   const std::string cache_out = q.cache.empty() ? q.out + ".calib.json" : q.cache;
   if (!from_cache) {
@@ -94,8 +156,8 @@ Status quantize_to_file(const QuantizeRequest& q, std::string* summary) {
     if (!st.is_ok()) return st;
   }
   if (summary)
-    *summary = "quantized " + std::to_string(cache.table.amax.size()) + " activations (" + method_name + ", " +
-               (from_cache ? "ranges from " + q.cache : "cache written to " + cache_out) + "); wrote " + q.out;
+    *summary = mixed_report + "quantized " + std::to_string(cache.table.amax.size()) + " activations (" + method_name +
+               ", " + (from_cache ? "ranges from " + q.cache : "cache written to " + cache_out) + "); wrote " + q.out;
   return Status::ok();
 }
 
@@ -115,6 +177,15 @@ int cmd_quantize(int argc, char** argv) {
   q.cache = a.get("--calib-cache");
   q.method = a.get("--calib-method", "minmax");
   q.progress = stderr_is_tty();
+  const std::string prec = a.get("--precision", "int8");
+  if (prec != "int8" && prec != "mixed")
+    return usage("quantize", "--precision expects int8 or mixed, got '" + prec + "'");
+  q.mixed = prec == "mixed";
+  q.budget = a.get_double("--accuracy-budget", 0.01, 0, 1);
+  q.layer_precision = a.get("--layer-precision");
+  if (!q.mixed && (a.has("--accuracy-budget") || a.has("--layer-precision")))
+    return usage("quantize", "--accuracy-budget and --layer-precision choose a mix: give --precision mixed");
+  if (!a.usage_error.empty()) return usage("quantize", a.usage_error);
   std::string summary;
   Status s = quantize_to_file(q, &summary);
   if (!s.is_ok()) return fail(s.message());
