@@ -37,17 +37,28 @@ def available_backends():
     return _infera.available_backends()
 
 
-def quantize(model_path, output_path, calibration_data, method="minmax", num_threads=0):
+def quantize(model_path, output_path, calibration_data, method="minmax", num_threads=0, accuracy_budget=None,
+             fp32_layers=(), int8_layers=()):
     """INT8 post-training quantization, as `infera quantize`: runs the float model over
     ``calibration_data`` (an iterable of arrays, each a batch for the model's single input),
     keeps one range per activation by ``method`` ("minmax", "percentile:99.99" or "entropy"),
     and writes a QDQ model (per-channel int8 weights, int8 activations) to ``output_path``, which
     infera runs as int8 on the CPU and ONNX Runtime runs too. Returns the calibration table:
-    ``{"method": str, "amax": {tensor name: float}}``. Errors are infera exceptions naming the
-    sample or tensor at fault (an empty set, NaN/Inf in a sample, a shape the model refuses)."""
+    ``{"method": str, "amax": {tensor name: float}}``.
+
+    With ``accuracy_budget`` (a relative output error, e.g. 0.01) the mix is chosen as
+    ``infera quantize --precision mixed`` does: the layers most sensitive to int8 stay float until
+    the measured error fits (``fp32_layers`` / ``int8_layers`` force layers by node name); the
+    result then also has ``layers`` (layer, precision, sensitivity, why) and the errors with all
+    layers int8, estimated and measured. Errors are infera exceptions naming the sample or tensor
+    at fault (an empty set, NaN/Inf in a sample, a shape the model refuses, an unknown layer)."""
     import os
     samples = list(calibration_data)
-    return _infera.quantize(os.fspath(model_path), os.fspath(output_path), samples, str(method), int(num_threads))
+    budget = -1.0 if accuracy_budget is None else float(accuracy_budget)
+    if accuracy_budget is not None and not budget >= 0:
+        raise InvalidInput("accuracy_budget must be a number >= 0, found %r" % (accuracy_budget,))
+    return _infera.quantize(os.fspath(model_path), os.fspath(output_path), samples, str(method), int(num_threads),
+                            budget, [str(x) for x in fp32_layers], [str(x) for x in int8_layers])
 
 
 def cli_path():

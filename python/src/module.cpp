@@ -301,7 +301,8 @@ class PySession {
 
 // infera.quantize: calibration over sample batches, then the QDQ model (infera quantize's core).
 nb::dict quantize_model(const std::string& model, const std::string& out, nb::list samples, const std::string& method,
-                        int num_threads) {
+                        int num_threads, double budget, const std::vector<std::string>& force_float,
+                        const std::vector<std::string>& force_int8) {
   CalibrationOptions o;
   if (Status st = parse_calib_method(method, o.method, o.percentile); !st.is_ok()) raise_status(st);
   o.num_threads = num_threads;
@@ -313,11 +314,23 @@ nb::dict quantize_model(const std::string& model, const std::string& out, nb::li
     cs.push_back({name, feeds.back().tensor});
   }
   Result<CalibrationTable> t = CalibrationTable{};
+  Result<MixedPlan> mix = MixedPlan{};
   {
     nb::gil_scoped_release unlocked;
     t = calibrate(model, cs, o);
+    std::vector<std::string> floats;
+    if (t.is_ok() && budget >= 0) {  // mixed precision
+      MixedOptions mo;
+      mo.budget = budget;
+      mo.force_float = force_float;
+      mo.force_int8 = force_int8;
+      mo.num_threads = num_threads;
+      mix = choose_mixed(model, t.value(), cs, mo);
+      if (!mix.is_ok()) t = mix.status();
+      if (mix.is_ok()) floats = mix.value().float_layers();
+    }
     if (t.is_ok()) {
-      Status w = write_qdq_model(model, t.value(), out);
+      Status w = write_qdq_model(model, t.value(), out, floats);
       if (!w.is_ok()) t = w;
     }
   }
@@ -325,6 +338,21 @@ nb::dict quantize_model(const std::string& model, const std::string& out, nb::li
   nb::dict d;
   d["method"] = t.value().method;
   d["amax"] = t.value().amax;
+  if (budget >= 0) {
+    nb::list layers;
+    for (const LayerChoice& l : mix.value().layers) {
+      nb::dict e;
+      e["layer"] = l.layer;
+      e["precision"] = l.int8 ? "int8" : "fp32";
+      e["sensitivity"] = l.sensitivity;
+      e["why"] = l.why;
+      layers.append(e);
+    }
+    d["layers"] = layers;
+    d["all_int8_error"] = mix.value().all_int8;
+    d["estimated_error"] = mix.value().estimated;
+    d["measured_error"] = mix.value().measured;
+  }
   return d;
 }
 
@@ -448,7 +476,7 @@ NB_MODULE(_infera, m) {
   m.doc() = "infera's C++ core (include/infera/infera.h); use the `infera` package.";
   make_errors(m);
   m.def("quantize", &quantize_model, nb::arg("model"), nb::arg("out"), nb::arg("samples"), nb::arg("method"),
-        nb::arg("num_threads"));
+        nb::arg("num_threads"), nb::arg("budget"), nb::arg("force_float"), nb::arg("force_int8"));
   m.def("version", [] { return std::string(infera::version()); });
   m.def("available_backends", &backends_list);
   m.def("gpu_build", [] {

@@ -43,3 +43,19 @@ def test_quantize_methods_and_errors(tiny_path, tmp_path):
         infera.quantize(tiny_path, tmp_path / "c.onnx", [bad])
     with pytest.raises(infera.InferaError, match="calibration sample 0"):
         infera.quantize(tiny_path, tmp_path / "c.onnx", [rand(2, 4, 32, 32)])
+
+
+def test_quantize_mixed(tiny_path, tmp_path):
+    calib = [rand(2, 3, 32, 32, seed=s) for s in range(3)]
+    r = infera.quantize(tiny_path, tmp_path / "m.onnx", calib, accuracy_budget=1.0)
+    assert r["layers"] and all(l["precision"] == "int8" for l in r["layers"]), r["layers"]
+    assert r["measured_error"] <= 1.0 and r["all_int8_error"] > 0
+    first = r["layers"][0]["layer"]
+    r = infera.quantize(tiny_path, tmp_path / "m.onnx", calib, accuracy_budget=1.0, fp32_layers=[first])
+    assert [l["precision"] for l in r["layers"]][0] == "fp32" and r["layers"][0]["why"] == "forced fp32"
+    r = infera.quantize(tiny_path, tmp_path / "m.onnx", calib, accuracy_budget=0.0)
+    assert all(l["precision"] == "fp32" for l in r["layers"]) and r["measured_error"] == 0.0
+    with pytest.raises(infera.InvalidInput, match="'nope'"):
+        infera.quantize(tiny_path, tmp_path / "m.onnx", calib, accuracy_budget=0.1, fp32_layers=["nope"])
+    with pytest.raises(infera.InvalidInput, match="accuracy_budget"):
+        infera.quantize(tiny_path, tmp_path / "m.onnx", calib, accuracy_budget=-1)
