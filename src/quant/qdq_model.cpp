@@ -31,8 +31,83 @@ struct GraphIndex {
     }
     for (const auto& t : g.initializer()) init[t.name()] = &t;
     for (const auto& o : g.output()) outputs.insert(o.name());
+    // Element types forward through the graph: float32 from float inputs and initializers, kept by
+    // the ops that keep their first input's type; shape arithmetic (Shape, Size, Cast to int64,
+    // integer Constants) and comparisons are not float. Unknown ops: not float (left alone).
+    const int kFloat = onnx::TensorProto::FLOAT;
+    for (const auto& in : g.input())
+      if (in.type().tensor_type().elem_type() == kFloat) floats.insert(in.name());
+    for (const auto& t : g.initializer())
+      if (t.data_type() == kFloat) floats.insert(t.name());
+    static const std::set<std::string> keeps = {"Conv",
+                                                "Relu",
+                                                "Add",
+                                                "Sub",
+                                                "Mul",
+                                                "Div",
+                                                "Clip",
+                                                "MaxPool",
+                                                "AveragePool",
+                                                "GlobalAveragePool",
+                                                "GlobalMaxPool",
+                                                "BatchNormalization",
+                                                "Concat",
+                                                "Reshape",
+                                                "Flatten",
+                                                "Transpose",
+                                                "Split",
+                                                "Slice",
+                                                "Gemm",
+                                                "MatMul",
+                                                "Sigmoid",
+                                                "HardSigmoid",
+                                                "HardSwish",
+                                                "Tanh",
+                                                "Softmax",
+                                                "Identity",
+                                                "Dropout",
+                                                "Pad",
+                                                "Resize",
+                                                "Squeeze",
+                                                "Unsqueeze",
+                                                "ReduceMean",
+                                                "Gelu",
+                                                "Erf",
+                                                "Sqrt",
+                                                "Pow",
+                                                "LayerNormalization",
+                                                "LeakyRelu",
+                                                "Mish",
+                                                "Softplus",
+                                                "Elu",
+                                                "Selu",
+                                                "PRelu",
+                                                "Max",
+                                                "Min",
+                                                "Sum",
+                                                "Mean",
+                                                "Expand",
+                                                "Gather",
+                                                "Tile"};
+    for (const auto& n : g.node()) {
+      bool f = false;
+      if (n.op_type() == "Constant") {
+        for (const auto& a : n.attribute())
+          if (a.name() == "value" && a.t().data_type() == kFloat) f = true;
+      } else if (n.op_type() == "Cast") {
+        for (const auto& a : n.attribute())
+          if (a.name() == "to" && a.i() == kFloat) f = true;
+      } else if (keeps.count(n.op_type()) && n.input_size() > 0) {
+        f = floats.count(n.input(0)) != 0;
+      }
+      if (f)
+        for (const auto& o : n.output())
+          if (!o.empty()) floats.insert(o);
+    }
   }
   bool is_const(const std::string& t) const { return init.count(t) != 0; }
+  bool is_float(const std::string& t) const { return floats.count(t) != 0; }
+  std::set<std::string> floats;  // tensors known to be float32 (the writer quantizes no other)
   // The Relu that is the only reader of t (t not a graph output), or -1.
   int sole_relu(const onnx::GraphProto& g, const std::string& t) const {
     auto it = consumers.find(t);
@@ -56,6 +131,12 @@ bool quantizable_conv(const onnx::NodeProto& n, const GraphIndex& ix) {
   return it != ix.init.end() && it->second->data_type() == onnx::TensorProto::FLOAT && it->second->dims_size() == 4;
 }
 
+// An Add of two computed float tensors (a residual join), the writer's other unit.
+bool residual_add(const onnx::NodeProto& n, const GraphIndex& ix) {
+  return onnx_op(n, "Add") && n.input_size() == 2 && !ix.is_const(n.input(0)) && !ix.is_const(n.input(1)) &&
+         ix.is_float(n.input(0)) && ix.is_float(n.input(1));
+}
+
 }  // namespace
 
 Result<std::string> read_model_proto(const std::string& path, onnx::ModelProto& m) {
@@ -71,7 +152,7 @@ std::vector<std::string> qdq_tensor_names(const onnx::GraphProto& g, const std::
   std::vector<std::string> out;
   std::set<std::string> seen;
   auto add = [&](const std::string& t) {
-    if (!t.empty() && !ix.is_const(t) && seen.insert(t).second) out.push_back(t);
+    if (!t.empty() && !ix.is_const(t) && ix.is_float(t) && seen.insert(t).second) out.push_back(t);
   };
   auto add_after_relu = [&](const std::string& t) {
     const int r = ix.sole_relu(g, t);
@@ -82,7 +163,7 @@ std::vector<std::string> qdq_tensor_names(const onnx::GraphProto& g, const std::
     if (quantizable_conv(n, ix)) {
       add(n.input(0));
       add_after_relu(n.output(0));
-    } else if (onnx_op(n, "Add") && n.input_size() == 2 && !ix.is_const(n.input(0)) && !ix.is_const(n.input(1))) {
+    } else if (residual_add(n, ix)) {
       add(n.input(0));
       add(n.input(1));
       add_after_relu(n.output(0));
@@ -102,9 +183,7 @@ std::vector<std::string> qdq_layer_names(const onnx::GraphProto& g) {
   GraphIndex ix(g);
   std::vector<std::string> out;
   for (const auto& n : g.node())
-    if (quantizable_conv(n, ix) ||
-        (onnx_op(n, "Add") && n.input_size() == 2 && !ix.is_const(n.input(0)) && !ix.is_const(n.input(1))))
-      out.push_back(layer_id(n));
+    if (quantizable_conv(n, ix) || residual_add(n, ix)) out.push_back(layer_id(n));
   return out;
 }
 

@@ -196,3 +196,31 @@ def add(c, ort):
         one_line_error(*c.sh("quantize", model, "--calibration", calib, "-o", out, "--precision", "fp8"), 2,
                        "--precision")
     c.test("quantize --precision mixed: budget 1 all int8, 0 all float, overrides, eval", mixed_precision)
+
+    def integer_adds_left_alone():
+        # conv -> Reshape to [N, -1] by shape arithmetic (Shape, Gather, Add of int64 tensors, as
+        # PyTorch exports x.view(x.size(0), -1)): only float tensors are quantized.
+        rng = np.random.default_rng(3)
+        w = numpy_helper.from_array((rng.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32), "w")
+        one = numpy_helper.from_array(np.array([0], np.int64), "zero")
+        nodes = [helper.make_node("Conv", ["input", "w"], ["c"], name="conv", pads=[1] * 4),
+                 helper.make_node("Shape", ["c"], ["s"], name="shape"),
+                 helper.make_node("Constant", [], ["k"], name="k",
+                                  value=numpy_helper.from_array(np.array([0], np.int64))),
+                 helper.make_node("Gather", ["s", "k"], ["n"], name="gather", axis=0),
+                 helper.make_node("Constant", [], ["m1"], name="m1",
+                                  value=numpy_helper.from_array(np.array([-1], np.int64))),
+                 helper.make_node("Add", ["m1", "zero"], ["m1b"], name="iadd0"),
+                 helper.make_node("Add", ["n", "k"], ["n2"], name="iadd"),
+                 helper.make_node("Concat", ["n2", "m1b"], ["shp"], name="cat", axis=0),
+                 helper.make_node("Reshape", ["c", "shp"], ["output"], name="flat")]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 3, 8, 8])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 256])], [w, one])
+        m = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), os.path.join(d, "ishape.onnx"))
+        out = os.path.join(d, "ishape.q.onnx")
+        ok(*c.sh("quantize", m, "--calibration", calib, "-o", out, "--batch", "8"))
+        ok(*c.sh("run", out, "--batch", 2, "--output-dir", c.mkdir("ishape_out")))
+        import onnx
+        quantized = {n.input[0] for n in onnx.load(out).graph.node if n.op_type == "QuantizeLinear"}
+        expect(quantized and not quantized & {"n", "k", "n2", "m1", "m1b", "s"}, "integer tensors quantized: %r" % quantized)
+    c.test("quantize: integer shape arithmetic (Add of int64) left alone", integer_adds_left_alone)
