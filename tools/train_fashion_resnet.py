@@ -11,8 +11,10 @@ into the convs by the export) and DATA_OUT/{test_images,test_labels,calib_images
 
 The network (--width W, default 16): stem conv 3x3 1->W + BN + ReLU, three stages of one basic residual block
 each (W, 2W/2, 4W/2 channels; conv-BN-ReLU-conv-BN + identity or 1x1/2 projection, ReLU), global average pool, linear 4W->10.
-Training: Adam, one-cycle lr up to 2e-3, batch 128, random horizontal flips, seed 0, CPU; --train-images N
-trains on N of the 60k (a fixed permutation), for a machine with little CPU to spare.
+Training: Adam, one-cycle lr up to 2e-3, batch 128, random horizontal flips, seed 0, on the CPU or, with
+--device cuda, a GPU (the GPU machine: its venv's python3, the dataset copied there and named by
+--data-dir); --train-images N trains on N of the 60k (a fixed permutation), for a machine with little
+CPU to spare.
 """
 import argparse
 import gzip
@@ -76,10 +78,15 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--data-out", required=True)
     ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--device", default="cpu", help="cpu | cuda")
+    ap.add_argument("--data-dir", default=None, help="the four .gz files (default: Debian's dataset-fashion-mnist)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--width", type=int, default=16, help="channels of the first stage (x2, x4 after)")
     ap.add_argument("--train-images", type=int, default=60000, help="train on the first N of a fixed permutation")
     args = ap.parse_args()
+    global DATA
+    DATA = args.data_dir or DATA
+    dev = torch.device(args.device)
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     xtr, ytr = norm(read_idx("train-images-idx3-ubyte.gz")), read_idx("train-labels-idx1-ubyte.gz")
@@ -88,7 +95,7 @@ def main():
     keep = np.random.default_rng(2).permutation(len(xtr))[:args.train_images]
     xcal = xtr[calib]
     xtr, ytr = xtr[keep], ytr[keep]
-    model = FashionResNet(args.width)
+    model = FashionResNet(args.width).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=2e-3)
     steps = args.epochs * ((len(xtr) + 127) // 128)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-3, total_steps=steps)
@@ -102,13 +109,13 @@ def main():
             x = torch.from_numpy(xtr[idx])
             flip = torch.from_numpy(rng.random(len(idx)) < 0.5)
             x[flip] = torch.flip(x[flip], dims=[3])
-            loss = F.cross_entropy(model(x), torch.from_numpy(ytr[idx]))
+            loss = F.cross_entropy(model(x.to(dev)), torch.from_numpy(ytr[idx]).to(dev))
             opt.zero_grad()
             loss.backward()
             opt.step()
             sched.step()
         print("epoch %d done, %.0f s, last loss %.3f" % (ep + 1, time.time() - t0, loss.item()), flush=True)
-    model.eval()
+    model = model.cpu().eval()
     with torch.no_grad():
         pred = torch.cat([model(torch.from_numpy(xte[i:i + 500])).argmax(1) for i in range(0, len(xte), 500)])
     top1 = float((pred.numpy() == yte).mean())
