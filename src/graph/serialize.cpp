@@ -69,7 +69,8 @@ void write_attr(ByteWriter& w, const Attribute& a) {
 bool read_attr(ByteReader& r, const limits::Limits& lim, Attribute& a, const std::string& what) {
   const uint8_t kind = r.u8();
   if (kind > Attribute::kGraph) {
-    r.fail(what + ": attribute kind " + std::to_string(kind) + " is not one of 0.." + std::to_string(Attribute::kGraph));
+    r.fail(what + ": attribute kind " + std::to_string(kind) + " is not one of 0.." +
+           std::to_string(Attribute::kGraph));
     return false;
   }
   a.kind = static_cast<Attribute::Kind>(kind);
@@ -212,8 +213,8 @@ void write_graph(ByteWriter& w, const Graph& g) {
   w.str(g.producer);
   w.str(g.source);
   const ModelMetadata& m = g.metadata;
-  for (const std::string* s : {&m.producer_name, &m.producer_version, &m.graph_name, &m.domain, &m.description,
-                               &m.graph_description})
+  for (const std::string* s :
+       {&m.producer_name, &m.producer_version, &m.graph_name, &m.domain, &m.description, &m.graph_description})
     w.str(*s);
   w.i64(m.model_version);
   w.u64(m.metadata_props.size());
@@ -276,8 +277,8 @@ Status read_graph(ByteReader& r, const limits::Limits& lim, Graph& g) {
     Shape shape;
     if (!read_shape(r, lim, shape)) return bad();
     if (!dtype_ok(dt))
-      return Status::error(StatusCode::kInvalidModel, "graph section: value '" + name + "' has data type " +
-                                                          std::to_string(static_cast<int>(dt)));
+      return Status::error(StatusCode::kInvalidModel,
+                           "graph section: value '" + name + "' has data type " + std::to_string(static_cast<int>(dt)));
     const int v = g.add_value(name, dt, std::move(shape));
     const uint8_t has_const = r.u8();
     if (has_const > 1) r.fail("value '" + name + "': constant flag " + std::to_string(has_const));

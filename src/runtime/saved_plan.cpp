@@ -89,9 +89,10 @@ void read_header(ByteReader& r, SavedPlanHeader& h) {
   h.allow_tf32 = read_flag(r, "tf32");
   h.vendor_libraries = read_flag(r, "vendor libraries");
   h.optimize = read_flag(r, "optimize");
-  h.conv_algo = read_enum<SessionOptions::ConvAlgo>(r, static_cast<int>(SessionOptions::ConvAlgo::kVendor), "conv algo");
-  h.winograd = read_enum<SessionOptions::WinogradMode>(r, static_cast<int>(SessionOptions::WinogradMode::kOff),
-                                                       "winograd");
+  h.conv_algo =
+      read_enum<SessionOptions::ConvAlgo>(r, static_cast<int>(SessionOptions::ConvAlgo::kVendor), "conv algo");
+  h.winograd =
+      read_enum<SessionOptions::WinogradMode>(r, static_cast<int>(SessionOptions::WinogradMode::kOff), "winograd");
   h.search = read_enum<SessionOptions::SearchMode>(r, static_cast<int>(SessionOptions::SearchMode::kOff), "search");
   const size_t nb = r.count(64, 9, "backends");
   for (size_t i = 0; i < nb && r.ok(); ++i) {
@@ -154,7 +155,8 @@ void write_shapes(ByteWriter& w, const std::vector<std::map<std::string, std::ve
   }
 }
 
-void read_shapes(ByteReader& r, const limits::Limits& lim, std::vector<std::map<std::string, std::vector<int64_t>>>& out) {
+void read_shapes(ByteReader& r, const limits::Limits& lim,
+                 std::vector<std::map<std::string, std::vector<int64_t>>>& out) {
   const size_t n = r.count(kMaxShapes, 8, "saved shapes");
   for (size_t i = 0; i < n && r.ok(); ++i) {
     std::map<std::string, std::vector<int64_t>> m;
@@ -176,7 +178,8 @@ void read_shapes(ByteReader& r, const limits::Limits& lim, std::vector<std::map<
 }  // namespace
 
 bool is_saved_plan(const std::string& bytes) {
-  return bytes.size() >= sizeof kSavedPlanMagic && std::memcmp(bytes.data(), kSavedPlanMagic, sizeof kSavedPlanMagic) == 0;
+  return bytes.size() >= sizeof kSavedPlanMagic &&
+         std::memcmp(bytes.data(), kSavedPlanMagic, sizeof kSavedPlanMagic) == 0;
 }
 
 bool is_saved_plan_file(const std::string& path) {
@@ -253,15 +256,17 @@ Result<SavedPlan> decode_saved_plan(const std::string& bytes, const limits::Limi
                std::to_string(bytes.size()));
   const char* body = bytes.data() + kSavedPlanPrefixBytes;
   if (verify_checksum && saved_plan_checksum(body, static_cast<size_t>(body_bytes)) != sum)
-    return bad("corrupt saved plan: checksum mismatch (the file was changed or damaged): rebuild it with `infera build`");
+    return bad(
+        "corrupt saved plan: checksum mismatch (the file was changed or damaged): rebuild it with `infera build`");
 
   SavedPlan sp;
   ByteReader r(body, static_cast<size_t>(body_bytes), kSavedPlanPrefixBytes);
   ByteReader s(nullptr, 0);
   auto finish = [&](const char* name) -> Status {
     if (!s.ok()) return bad(std::string("corrupt saved plan: section ") + name + " " + s.what());
-    if (s.left()) return bad(std::string("corrupt saved plan: section ") + name + " has " + std::to_string(s.left()) +
-                             " bytes after its end");
+    if (s.left())
+      return bad(std::string("corrupt saved plan: section ") + name + " has " + std::to_string(s.left()) +
+                 " bytes after its end");
     return Status::ok();
   };
   auto opened = [&](uint32_t tag, const char* name) -> Status {

@@ -23,15 +23,15 @@ inline constexpr char kSavedPlanMagic[8] = {'\x89', 'I', 'P', 'L', 'A', 'N', '\r
 inline constexpr uint32_t kSavedPlanFormat = 1;
 inline constexpr size_t kSavedPlanPrefixBytes = 32;  // magic, format, reserved, body bytes, checksum
 
-bool is_saved_plan(const std::string& bytes);       // starts with the magic
-bool is_saved_plan_file(const std::string& path);   // its first 8 bytes are the magic
+bool is_saved_plan(const std::string& bytes);           // starts with the magic
+bool is_saved_plan_file(const std::string& path);       // its first 8 bytes are the magic
 uint64_t saved_plan_checksum(const char* p, size_t n);  // 4-lane FNV-1a over 64-bit words
 
 // What the header says (strings as this machine's keys name them; "" where it does not apply).
 struct SavedPlanHeader {
   std::string infera_version;
   Device device;
-  std::string cpu_device, cpu_isa, cpu_libs;  // "cpu: <model>", "avx512_core", "oneDNN 2.7.3"
+  std::string cpu_device, cpu_isa, cpu_libs;   // "cpu: <model>", "avx512_core", "oneDNN 2.7.3"
   std::string gpu_device, gpu_arch, gpu_libs;  // GPU plans only
   Precision precision = Precision::kFp32;
   bool allow_tf32 = false, vendor_libraries = true, optimize = true;

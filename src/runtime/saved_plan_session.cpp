@@ -46,16 +46,16 @@ Status identity_of(const Device& d, SavedPlanHeader& h) {
     const size_t a = det.find(", ");
     h.gpu_arch = a == std::string::npos ? det : det.substr(a + 2);
     const GpuLibraryVersions v = gpu_library_versions();
-    h.gpu_libs = v.vendor + " runtime " + std::to_string(v.runtime) + " driver " + std::to_string(v.driver) +
-                 " dnn " + std::to_string(v.dnn) + " blas " + std::to_string(v.blas);
+    h.gpu_libs = v.vendor + " runtime " + std::to_string(v.runtime) + " driver " + std::to_string(v.driver) + " dnn " +
+                 std::to_string(v.dnn) + " blas " + std::to_string(v.blas);
     return Status::ok();
   }
   return Status::error(StatusCode::kUnsupported, "there is no GPU " + d.str() + " here (no GPU backend or device)");
 }
 
 bool same_window(const ConvAttrs& a, const ConvAttrs& b) {
-  return a.kernel_shape == b.kernel_shape && a.strides == b.strides && a.pads == b.pads &&
-         a.dilations == b.dilations && a.auto_pad == b.auto_pad && a.group == b.group;
+  return a.kernel_shape == b.kernel_shape && a.strides == b.strides && a.pads == b.pads && a.dilations == b.dilations &&
+         a.auto_pad == b.auto_pad && a.group == b.group;
 }
 
 void set_activation_attrs(Node& n, const Activation& act) {
@@ -87,8 +87,8 @@ Status attributes_for_ops(Graph& g) {
     if (gemm && gemm->fused()) set_activation_attrs(n, gemm->activation());
     auto made = make_kernel(n, g.opset);
     if (!made.is_ok())
-      return Status::error(StatusCode::kUnsupported, "cannot save " + n.label() + ": its attributes do not make its op (" +
-                                                         made.message() + ")");
+      return Status::error(StatusCode::kUnsupported,
+                           "cannot save " + n.label() + ": its attributes do not make its op (" + made.message() + ")");
     const OpKernel& m = *made.value();
     bool same = typeid(m) == typeid(*n.op);
     if (conv) {
@@ -245,26 +245,28 @@ Result<std::unique_ptr<Session>> load_saved_plan(const std::string& bytes, const
   const SessionOptions d;
   if (o.device != h.device) {
     if (o.device == d.device)
-      o.device = h.device;  // left at its default: the plan's device
+      o.device = h.device;                               // left at its default: the plan's device
     else if (!(o.device.is_gpu() && h.device.is_gpu()))  // another GPU of the same kind: checked below
-      return at(Status::error(StatusCode::kInvalidInput, "the options ask for device " + o.device.str() +
-                                                             ", the plan was built for " + h.device.str() +
-                                                             ": rebuild it with `infera build --device " +
-                                                             o.device.str() + "`"));
+      return at(Status::error(StatusCode::kInvalidInput,
+                              "the options ask for device " + o.device.str() + ", the plan was built for " +
+                                  h.device.str() + ": rebuild it with `infera build --device " + o.device.str() + "`"));
   }
   auto prec = [](Precision p) { return std::string(precision_name(p)); };
   auto onoff = [](bool b) { return std::string(b ? "on" : "off"); };
   auto algo = [](SO::ConvAlgo a) { return std::string(conv_algo_name(a)); };
-  auto wino = [](SO::WinogradMode w) { return std::string(w == SO::WinogradMode::kOn ? "on" : w == SO::WinogradMode::kOff ? "off" : "auto"); };
+  auto wino = [](SO::WinogradMode w) {
+    return std::string(w == SO::WinogradMode::kOn ? "on" : w == SO::WinogradMode::kOff ? "off" : "auto");
+  };
   auto search = [](SO::SearchMode m) { return std::string(search_name(m)); };
-  for (Status st : {adopt(o.precision, d.precision, h.precision, "precision", prec, " --precision " + prec(o.precision)),
-                    adopt(o.allow_tf32, d.allow_tf32, h.allow_tf32, "tf32", onoff, o.allow_tf32 ? " --tf32" : ""),
-                    adopt(o.vendor_libraries, d.vendor_libraries, h.vendor_libraries, "vendor libraries", onoff,
-                          o.vendor_libraries ? "" : " --no-vendor-libs"),
-                    adopt(o.optimize, d.optimize, h.optimize, "graph passes", onoff, o.optimize ? "" : " --no-optimize"),
-                    adopt(o.conv_algo, d.conv_algo, h.conv_algo, "conv algo", algo, " --conv-algo " + algo(o.conv_algo)),
-                    adopt(o.winograd, d.winograd, h.winograd, "winograd", wino, " --winograd " + wino(o.winograd)),
-                    adopt(o.search, d.search, h.search, "search", search, " --search " + search(o.search))})
+  for (Status st :
+       {adopt(o.precision, d.precision, h.precision, "precision", prec, " --precision " + prec(o.precision)),
+        adopt(o.allow_tf32, d.allow_tf32, h.allow_tf32, "tf32", onoff, o.allow_tf32 ? " --tf32" : ""),
+        adopt(o.vendor_libraries, d.vendor_libraries, h.vendor_libraries, "vendor libraries", onoff,
+              o.vendor_libraries ? "" : " --no-vendor-libs"),
+        adopt(o.optimize, d.optimize, h.optimize, "graph passes", onoff, o.optimize ? "" : " --no-optimize"),
+        adopt(o.conv_algo, d.conv_algo, h.conv_algo, "conv algo", algo, " --conv-algo " + algo(o.conv_algo)),
+        adopt(o.winograd, d.winograd, h.winograd, "winograd", wino, " --winograd " + wino(o.winograd)),
+        adopt(o.search, d.search, h.search, "search", search, " --search " + search(o.search))})
     if (!st.is_ok()) return at(st);
   if (!o.backends.empty()) {
     std::vector<std::string> asked = o.backends;
