@@ -236,7 +236,8 @@ std::string encode_saved_plan(const SavedPlan& sp) {
   return w.out + body.out;
 }
 
-Result<SavedPlan> decode_saved_plan(const std::string& bytes, const limits::Limits& lim, bool verify_checksum) {
+Result<SavedPlan> decode_saved_plan(const std::string& bytes, const limits::Limits& lim, bool verify_checksum,
+                                    const HeaderCheck& check_header) {
   auto bad = [](const std::string& m) { return Status::error(StatusCode::kInvalidModel, m); };
   if (!is_saved_plan(bytes)) return bad("not a saved plan (no infera plan magic bytes)");
   ByteReader pre(bytes.data(), bytes.size());
@@ -276,6 +277,8 @@ Result<SavedPlan> decode_saved_plan(const std::string& bytes, const limits::Limi
   if (Status st = opened(kHead, "HEAD"); !st.is_ok()) return st;
   read_header(s, sp.header);
   if (Status st = finish("HEAD"); !st.is_ok()) return st;
+  if (check_header)
+    if (Status st = check_header(sp.header); !st.is_ok()) return st;
   if (Status st = opened(kSumm, "SUMM"); !st.is_ok()) return st;
   read_summary(s, lim, sp.summary);
   if (Status st = finish("SUMM"); !st.is_ok()) return st;

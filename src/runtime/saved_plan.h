@@ -55,7 +55,11 @@ std::string encode_saved_plan(const SavedPlan& sp);
 // refuses a node whose typed op its attributes would not make again (save_plan; tests).
 Status attributes_for_ops(Graph& g);
 // Decodes untrusted bytes. verify_checksum false only for the fuzzer (which cannot forge it).
-Result<SavedPlan> decode_saved_plan(const std::string& bytes, const limits::Limits& lim, bool verify_checksum = true);
+// check_header, when given, runs right after the header is read: its error stops the decoding
+// (a foreign plan is refused before its weights are copied).
+using HeaderCheck = std::function<Status(const SavedPlanHeader&)>;
+Result<SavedPlan> decode_saved_plan(const std::string& bytes, const limits::Limits& lim, bool verify_checksum = true,
+                                    const HeaderCheck& check_header = nullptr);
 
 // Makes the public Session around an impl (Session's constructor is private to session.cpp).
 using SessionFactory = std::function<std::unique_ptr<Session>(std::unique_ptr<SessionImpl>)>;

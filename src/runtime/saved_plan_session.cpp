@@ -166,6 +166,67 @@ Status refuse(const std::string& what, const std::string& planned, const std::st
                                                       "': rebuild it with `infera build` here");
 }
 
+std::string prec(Precision p) { return precision_name(p); }
+std::string onoff(bool b) { return b ? "on" : "off"; }
+std::string algo(SO::ConvAlgo a) { return conv_algo_name(a); }
+std::string wino(SO::WinogradMode w) {
+  return w == SO::WinogradMode::kOn ? "on" : w == SO::WinogradMode::kOff ? "off" : "auto";
+}
+std::string search(SO::SearchMode m) { return search_name(m); }
+
+// The header against this infera, the caller's options and this machine; o becomes the options
+// the session is made with.
+Status check_header(const SavedPlanHeader& h, SessionOptions& o) {
+  if (h.infera_version != version())
+    return Status::error(StatusCode::kInvalidModel, "this saved plan was made by infera " + h.infera_version +
+                                                        ", this is infera " + version() +
+                                                        ": rebuild it with `infera build`");
+  // The options that shape a plan come from the plan; the others (threads, caches, memory, limits,
+  // verbosity, GPU graphs) from the caller.
+  const SessionOptions d;
+  if (o.device != h.device) {
+    if (o.device == d.device)
+      o.device = h.device;                               // left at its default: the plan's device
+    else if (!(o.device.is_gpu() && h.device.is_gpu()))  // another GPU of the same kind: checked below
+      return Status::error(StatusCode::kInvalidInput,
+                           "the options ask for device " + o.device.str() + ", the plan was built for " +
+                               h.device.str() + ": rebuild it with `infera build --device " + o.device.str() + "`");
+  }
+  for (Status st :
+       {adopt(o.precision, d.precision, h.precision, "precision", prec, " --precision " + prec(o.precision)),
+        adopt(o.allow_tf32, d.allow_tf32, h.allow_tf32, "tf32", onoff, o.allow_tf32 ? " --tf32" : ""),
+        adopt(o.vendor_libraries, d.vendor_libraries, h.vendor_libraries, "vendor libraries", onoff,
+              o.vendor_libraries ? "" : " --no-vendor-libs"),
+        adopt(o.optimize, d.optimize, h.optimize, "graph passes", onoff, o.optimize ? "" : " --no-optimize"),
+        adopt(o.conv_algo, d.conv_algo, h.conv_algo, "conv algo", algo, " --conv-algo " + algo(o.conv_algo)),
+        adopt(o.winograd, d.winograd, h.winograd, "winograd", wino, " --winograd " + wino(o.winograd)),
+        adopt(o.search, d.search, h.search, "search", search, " --search " + search(o.search))})
+    if (!st.is_ok()) return st;
+  if (!o.backends.empty()) {
+    std::vector<std::string> asked = o.backends;
+    if (std::find(asked.begin(), asked.end(), "ref") == asked.end()) asked.push_back("ref");
+    if (asked != h.backends)
+      return Status::error(StatusCode::kInvalidInput, "the options ask for backends " + backends_str(asked) +
+                                                          ", the plan was built with " + backends_str(h.backends) +
+                                                          ": rebuild it with `infera build`");
+  }
+  o.backends = h.backends;
+  // The machine: device, architecture, libraries.
+  SavedPlanHeader here;
+  if (Status st = identity_of(o.device, here); !st.is_ok()) return st.or_code(StatusCode::kUnsupported);
+  if (o.device.is_gpu()) {
+    if (h.gpu_device != here.gpu_device) return refuse("the GPU", h.gpu_device, here.gpu_device);
+    if (h.gpu_arch != here.gpu_arch) return refuse("the GPU architecture", h.gpu_arch, here.gpu_arch);
+    if (h.gpu_libs != here.gpu_libs) return refuse("the GPU libraries", h.gpu_libs, here.gpu_libs);
+  } else if (h.cpu_device != here.cpu_device) {
+    return refuse("the CPU", h.cpu_device, here.cpu_device);
+  }
+  if (h.cpu_isa != here.cpu_isa) return refuse("the CPU architecture (oneDNN ISA)", h.cpu_isa, here.cpu_isa);
+  if (h.cpu_libs != here.cpu_libs) return refuse("the CPU library", h.cpu_libs, here.cpu_libs);
+
+  return Status::ok();
+}
+
 }  // namespace
 
 Status Session::save_plan(const std::string& path,
@@ -231,65 +292,11 @@ Result<std::unique_ptr<Session>> load_saved_plan(const std::string& bytes, const
   lim.max_nodes = std::min(lim.max_nodes, top.max_nodes);
   lim.max_node_io = std::min(lim.max_node_io, top.max_node_io);
   lim.max_attribute_elements = std::min(lim.max_attribute_elements, top.max_attribute_elements);
-  auto decoded = decode_saved_plan(bytes, lim);
+  SessionOptions o = opts;
+  auto decoded = decode_saved_plan(bytes, lim, true, [&](const SavedPlanHeader& h) { return check_header(h, o); });
   if (!decoded.is_ok()) return at(decoded.status());
   SavedPlan sp = decoded.take();
   const SavedPlanHeader& h = sp.header;
-  if (h.infera_version != version())
-    return at(Status::error(StatusCode::kInvalidModel, "this saved plan was made by infera " + h.infera_version +
-                                                           ", this is infera " + version() +
-                                                           ": rebuild it with `infera build`"));
-  // The options that shape a plan come from the plan; the others (threads, caches, memory, limits,
-  // verbosity, GPU graphs) from the caller.
-  SessionOptions o = opts;
-  const SessionOptions d;
-  if (o.device != h.device) {
-    if (o.device == d.device)
-      o.device = h.device;                               // left at its default: the plan's device
-    else if (!(o.device.is_gpu() && h.device.is_gpu()))  // another GPU of the same kind: checked below
-      return at(Status::error(StatusCode::kInvalidInput,
-                              "the options ask for device " + o.device.str() + ", the plan was built for " +
-                                  h.device.str() + ": rebuild it with `infera build --device " + o.device.str() + "`"));
-  }
-  auto prec = [](Precision p) { return std::string(precision_name(p)); };
-  auto onoff = [](bool b) { return std::string(b ? "on" : "off"); };
-  auto algo = [](SO::ConvAlgo a) { return std::string(conv_algo_name(a)); };
-  auto wino = [](SO::WinogradMode w) {
-    return std::string(w == SO::WinogradMode::kOn ? "on" : w == SO::WinogradMode::kOff ? "off" : "auto");
-  };
-  auto search = [](SO::SearchMode m) { return std::string(search_name(m)); };
-  for (Status st :
-       {adopt(o.precision, d.precision, h.precision, "precision", prec, " --precision " + prec(o.precision)),
-        adopt(o.allow_tf32, d.allow_tf32, h.allow_tf32, "tf32", onoff, o.allow_tf32 ? " --tf32" : ""),
-        adopt(o.vendor_libraries, d.vendor_libraries, h.vendor_libraries, "vendor libraries", onoff,
-              o.vendor_libraries ? "" : " --no-vendor-libs"),
-        adopt(o.optimize, d.optimize, h.optimize, "graph passes", onoff, o.optimize ? "" : " --no-optimize"),
-        adopt(o.conv_algo, d.conv_algo, h.conv_algo, "conv algo", algo, " --conv-algo " + algo(o.conv_algo)),
-        adopt(o.winograd, d.winograd, h.winograd, "winograd", wino, " --winograd " + wino(o.winograd)),
-        adopt(o.search, d.search, h.search, "search", search, " --search " + search(o.search))})
-    if (!st.is_ok()) return at(st);
-  if (!o.backends.empty()) {
-    std::vector<std::string> asked = o.backends;
-    if (std::find(asked.begin(), asked.end(), "ref") == asked.end()) asked.push_back("ref");
-    if (asked != h.backends)
-      return at(Status::error(StatusCode::kInvalidInput, "the options ask for backends " + backends_str(asked) +
-                                                             ", the plan was built with " + backends_str(h.backends) +
-                                                             ": rebuild it with `infera build`"));
-  }
-  o.backends = h.backends;
-  // The machine: device, architecture, libraries.
-  SavedPlanHeader here;
-  if (Status st = identity_of(o.device, here); !st.is_ok()) return at(st.or_code(StatusCode::kUnsupported));
-  if (o.device.is_gpu()) {
-    if (h.gpu_device != here.gpu_device) return at(refuse("the GPU", h.gpu_device, here.gpu_device));
-    if (h.gpu_arch != here.gpu_arch) return at(refuse("the GPU architecture", h.gpu_arch, here.gpu_arch));
-    if (h.gpu_libs != here.gpu_libs) return at(refuse("the GPU libraries", h.gpu_libs, here.gpu_libs));
-  } else if (h.cpu_device != here.cpu_device) {
-    return at(refuse("the CPU", h.cpu_device, here.cpu_device));
-  }
-  if (h.cpu_isa != here.cpu_isa) return at(refuse("the CPU architecture (oneDNN ISA)", h.cpu_isa, here.cpu_isa));
-  if (h.cpu_libs != here.cpu_libs) return at(refuse("the CPU library", h.cpu_libs, here.cpu_libs));
-
   // The graph as the passes left it: typed ops from the attributes, shapes inferred again (the
   // file is untrusted: inference re-checks every node), no passes.
   const bool optimize = o.optimize;
