@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "frontend/onnx/import.h"
 #include "graph/serialize.h"
 
 namespace infera {
@@ -285,6 +286,12 @@ Result<SavedPlan> decode_saved_plan(const std::string& bytes, const limits::Limi
   if (Status st = opened(kGrph, "GRPH"); !st.is_ok()) return st;
   if (Status st = read_graph(s, lim, sp.graph); !st.is_ok()) return bad("corrupt saved plan: " + st.message());
   if (Status st = finish("GRPH"); !st.is_ok()) return st;
+  // The kernels were checked for the importer's ranges only.
+  if (sp.graph.opset < kMinOpset || sp.graph.opset > kMaxOpset || sp.graph.ir_version < kMinIrVersion ||
+      sp.graph.ir_version > kMaxIrVersion)
+    return bad("corrupt saved plan: opset " + std::to_string(sp.graph.opset) + " / IR version " +
+               std::to_string(sp.graph.ir_version) + " outside what this infera imports (opset " +
+               std::to_string(kMinOpset) + ".." + std::to_string(kMaxOpset) + ")");
   if (Status st = opened(kPerf, "PERF"); !st.is_ok()) return st;
   const std::string perf = s.str(kMaxPerfText, "algorithm choices");
   if (Status st = finish("PERF"); !st.is_ok()) return st;
