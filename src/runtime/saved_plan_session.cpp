@@ -194,14 +194,17 @@ Status check_header(const SavedPlanHeader& h, SessionOptions& o) {
   }
   for (Status st :
        {adopt(o.precision, d.precision, h.precision, "precision", prec, " --precision " + prec(o.precision)),
-        adopt(o.allow_tf32, d.allow_tf32, h.allow_tf32, "tf32", onoff, o.allow_tf32 ? " --tf32" : ""),
-        adopt(o.vendor_libraries, d.vendor_libraries, h.vendor_libraries, "vendor libraries", onoff,
-              o.vendor_libraries ? "" : " --no-vendor-libs"),
         adopt(o.optimize, d.optimize, h.optimize, "graph passes", onoff, o.optimize ? "" : " --no-optimize"),
         adopt(o.conv_algo, d.conv_algo, h.conv_algo, "conv algo", algo, " --conv-algo " + algo(o.conv_algo)),
         adopt(o.winograd, d.winograd, h.winograd, "winograd", wino, " --winograd " + wino(o.winograd)),
         adopt(o.search, d.search, h.search, "search", search, " --search " + search(o.search))})
     if (!st.is_ok()) return st;
+  if (h.device.is_gpu()) {  // GPU-only options: a CPU plan does not depend on them
+    for (Status st : {adopt(o.allow_tf32, d.allow_tf32, h.allow_tf32, "tf32", onoff, o.allow_tf32 ? " --tf32" : ""),
+                      adopt(o.vendor_libraries, d.vendor_libraries, h.vendor_libraries, "vendor libraries", onoff,
+                            o.vendor_libraries ? "" : " --no-vendor-libs")})
+      if (!st.is_ok()) return st;
+  }
   if (!o.backends.empty()) {
     std::vector<std::string> asked = o.backends;
     if (std::find(asked.begin(), asked.end(), "ref") == asked.end()) asked.push_back("ref");

@@ -177,7 +177,17 @@ TEST(SavedPlan, RoundTripGivesTheSameBitsAndTimesNothing) {
     EXPECT_GT(rep.value().perf_db_found, 0u) << "batch " << n << ": the CPU's Conv choices come from the plan";
     expect_same_bits(*s.from, b, n);
   }
-  expect_same_bits(*s.from, b, 5);  // a batch that was not saved is planned (and searched) as usual
+  {
+    // A batch that was not saved is planned and searched as usual (its own timing may pick another
+    // algorithm than the saving session's did: equal within tolerance, not in bits).
+    Tensor x = input(5, 9);
+    auto ra = s.from->run({{"x", x}});
+    auto rb = b.run({{"x", x}});
+    ASSERT_TRUE(ra.is_ok() && rb.is_ok());
+    for (size_t i = 0; i < ra.value().size(); ++i)
+      for (int64_t k = 0; k < ra.value()[i].numel(); ++k)
+        ASSERT_NEAR(ra.value()[i].data_as<float>()[k], rb.value()[i].data_as<float>()[k], 1e-4f) << i << " " << k;
+  }
   // The model's face is the same: inputs with the symbolic batch, outputs, the summary.
   ASSERT_EQ(b.inputs().size(), 1u);
   EXPECT_EQ(b.inputs()[0].dims[0].symbol, "N");
