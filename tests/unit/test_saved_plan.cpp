@@ -213,6 +213,23 @@ TEST(SavedPlan, SavingTwiceGivesTheSameFile) {
   EXPECT_EQ(slurp(again), s.bytes);
 }
 
+TEST(SavedPlan, ALoadedPlanSavesAgain) {
+  Saved s = save_one();
+  ASSERT_TRUE(s.from);
+  auto loaded = Session::load(s.path, one_thread());
+  ASSERT_TRUE(loaded.is_ok()) << loaded.message();
+  const std::string again = s.path + ".again";
+  Status st = loaded.value()->save_plan(again, {shape(3)});
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  auto twice = Session::load(again, one_thread());
+  ASSERT_TRUE(twice.is_ok()) << twice.message();
+  auto rep = twice.value()->prepare(shape(3));
+  ASSERT_TRUE(rep.is_ok());
+  EXPECT_EQ(rep.value().perf_db_timed, 0u);
+  EXPECT_EQ(twice.value()->summary().node_count_original, s.from->summary().node_count_original);
+  expect_same_bits(*s.from, *twice.value(), 3);
+}
+
 // Re-encodes the plan with one header field changed (the checksum made right again).
 std::string with_header(const std::string& bytes, void (*change)(SavedPlanHeader&)) {
   auto sp = decode_saved_plan(bytes, limits::Limits{});
