@@ -23,6 +23,7 @@
 #include "plan/plan.h"
 #include "runtime/chunking.h"
 #include "runtime/run_context.h"
+#include "runtime/saved_plan.h"
 #include "runtime/session_impl.h"
 #include "tune/perfdb.h"
 
@@ -581,6 +582,8 @@ Session::~Session() {
 
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& opts) {
   return guarded([&]() -> Result<std::unique_ptr<Session>> {
+    auto make = [](std::unique_ptr<SessionImpl> i) { return std::unique_ptr<Session>(new Session(std::move(i))); };
+    if (is_saved_plan_file(path)) return load_saved_plan_file(path, opts, make);  // saved_plan_session.cpp
     auto g = import_onnx_file(path);
     if (!g.is_ok()) return g.status().or_code(StatusCode::kInvalidModel);
     auto impl = std::make_unique<SessionImpl>();
@@ -593,6 +596,8 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& path, const Se
 Result<std::unique_ptr<Session>> Session::load_from_memory(const std::string& bytes, const std::string& model_dir,
                                                            const SessionOptions& opts) {
   return guarded([&]() -> Result<std::unique_ptr<Session>> {
+    auto make = [](std::unique_ptr<SessionImpl> i) { return std::unique_ptr<Session>(new Session(std::move(i))); };
+    if (is_saved_plan(bytes)) return load_saved_plan(bytes, "<memory>", opts, make);
     auto g = import_onnx_bytes(bytes, model_dir, "<memory>");
     if (!g.is_ok()) return g.status().or_code(StatusCode::kInvalidModel);
     auto impl = std::make_unique<SessionImpl>();

@@ -344,24 +344,73 @@ void perf_db_forget_stores() {
   g_stores.clear();
 }
 
+namespace {
+constexpr const char* kEmbeddedPrefix = "embedded:";
+std::map<std::string, std::shared_ptr<PerfStore>> g_embedded;  // under g_stores_mu; never dropped
+}  // namespace
+
+std::string perf_db_embed(const std::vector<PerfEntry>& entries) {
+  const std::string text = perf_db_serialize(entries);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a: equal entries share one store
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char name[40];
+  std::snprintf(name, sizeof name, "%s%016llx", kEmbeddedPrefix, static_cast<unsigned long long>(h));
+  std::lock_guard<std::mutex> g(g_stores_mu);
+  auto& s = g_embedded[name];
+  if (!s) {
+    s = std::make_shared<PerfStore>();  // path "": flush() writes nothing
+    for (const PerfEntry& e : entries) s->entries[e.key.str()] = e;
+  }
+  return name;
+}
+
 std::unique_ptr<PerfDb> PerfDb::open(const std::string& path, const TuneSettings& t) {
   std::shared_ptr<PerfStore> s;
   const std::string p = path.empty() ? perf_db_default_path() : path;
-  if (path == "none" || p.empty())
+  if (path.rfind(kEmbeddedPrefix, 0) == 0) {
+    std::lock_guard<std::mutex> g(g_stores_mu);
+    auto it = g_embedded.find(path);
+    s = it != g_embedded.end() ? it->second : std::make_shared<PerfStore>();
+  } else if (path == "none" || p.empty()) {
     s = std::make_shared<PerfStore>();
-  else
+  } else {
     s = store_for(p);
+  }
   return std::unique_ptr<PerfDb>(new PerfDb(std::move(s), t));
 }
 
 PerfDb::~PerfDb() = default;
 
 std::optional<PerfEntry> PerfDb::find(const PerfKey& key) {
-  std::lock_guard<std::mutex> g(store_->mu);
-  auto it = store_->entries.find(key.str());
-  if (it == store_->entries.end()) return std::nullopt;
-  if (t_.search == SessionOptions::SearchMode::kExhaustive && it->second.search != "exhaustive") return std::nullopt;
-  return it->second;
+  std::optional<PerfEntry> r;
+  const std::string k = key.str();
+  {
+    std::lock_guard<std::mutex> g(store_->mu);
+    auto it = store_->entries.find(k);
+    if (it == store_->entries.end()) return std::nullopt;
+    if (t_.search == SessionOptions::SearchMode::kExhaustive && it->second.search != "exhaustive") return std::nullopt;
+    r = it->second;
+  }
+  note_used(k, *r);
+  return r;
+}
+
+void PerfDb::keep_used() {
+  std::lock_guard<std::mutex> g(used_mu_);
+  if (!used_) used_ = std::make_unique<std::map<std::string, PerfEntry>>();
+}
+
+void PerfDb::note_used(const std::string& key, const PerfEntry& e) {
+  std::lock_guard<std::mutex> g(used_mu_);
+  if (used_) (*used_)[key] = e;
+}
+
+std::vector<PerfEntry> PerfDb::used() const {
+  std::lock_guard<std::mutex> g(used_mu_);
+  std::vector<PerfEntry> r;
+  if (used_)
+    for (auto& [k, e] : *used_) r.push_back(e);
+  return r;
 }
 
 void PerfDb::record(const PerfEntry& e) {
@@ -370,9 +419,12 @@ void PerfDb::record(const PerfEntry& e) {
   for (const std::string* f :
        {&e.key.device, &e.key.libs, &e.key.op, &e.key.shape, &e.key.dtype, &e.key.formats, &e.key.epilogue, &e.winner})
     if (!field_ok(*f)) return;  // would not read back: kept out of the file (a bug if it happens)
-  std::lock_guard<std::mutex> g(store_->mu);
-  store_->entries[k] = e;
-  store_->dirty.insert(k);
+  {
+    std::lock_guard<std::mutex> g(store_->mu);
+    store_->entries[k] = e;
+    store_->dirty.insert(k);
+  }
+  note_used(k, e);
 }
 
 Status PerfDb::flush() {

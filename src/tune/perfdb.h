@@ -68,6 +68,10 @@ const char* search_name(SessionOptions::SearchMode m);   // "fast", "exhaustive"
 class PerfStore;  // perfdb.cpp: the entries of one file, shared within the process
 // Drops the process's stores: the next open reads its file again, as a new process would (tests).
 void perf_db_forget_stores();
+// An in-memory store holding `entries` (a saved plan's choices), for the life of the process:
+// returns the path ("embedded:<hash of the entries>") that PerfDb::open serves it under. The
+// same entries give the same path and store; nothing is ever written to a file.
+std::string perf_db_embed(const std::vector<PerfEntry>& entries);
 
 class PerfDb {
  public:
@@ -87,6 +91,10 @@ class PerfDb {
   void record(const PerfEntry& e);
   // Writes the entries recorded through any handle of this store that are not in the file yet.
   Status flush();
+  // From now on, every entry this handle serves (find) or records is kept, by key: used() is
+  // what a build's plan depends on (saved plans embed it).
+  void keep_used();
+  std::vector<PerfEntry> used() const;
 
   size_t found() const { return found_; }
   size_t timed() const { return timed_; }
@@ -99,6 +107,9 @@ class PerfDb {
   std::shared_ptr<PerfStore> store_;
   TuneSettings t_;
   std::atomic<size_t> found_{0}, timed_{0};
+  mutable std::mutex used_mu_;
+  std::unique_ptr<std::map<std::string, PerfEntry>> used_;  // null: not kept
+  void note_used(const std::string& key, const PerfEntry& e);
 };
 
 }  // namespace infera

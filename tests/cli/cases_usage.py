@@ -4,7 +4,7 @@ import re
 
 from cli_util import expect, one_line_error
 
-COMMANDS = ("run", "bench", "info", "check", "doctor")
+COMMANDS = ("run", "bench", "info", "check", "doctor", "build")
 ENV_VARS = ("INFERA_VERBOSE", "INFERA_PROFILE", "INFERA_DNNL_WINOGRAD")
 
 

@@ -12,6 +12,7 @@ when onnxruntime is missing. Malformed models/inputs are tests/badinput's job.
   cases_bench.py   bench: configuration, rows, statistics, memory, JSON, --profile
   cases_check.py   check: every dtype compared, NaN, messages, data-file names, --skip-file, --json
   cases_tune_profile_doctor.py   tune, profile, doctor and the algorithm-search flags (perf db)
+  cases_build.py   build and saved plans: run/bench/info of a .iplan, refusals
   cases_quant.py   int8: a quantize_static model vs ONNX Runtime
 """
 import argparse
@@ -24,6 +25,7 @@ from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cases_bench  # noqa: E402
+import cases_build  # noqa: E402
 import cases_check  # noqa: E402
 import cases_quant  # noqa: E402
 import cases_run  # noqa: E402
@@ -59,6 +61,7 @@ def main():
     cases_bench.add(c, small)
     cases_check.add(c, ort, x1)
     cases_tune_profile_doctor.add(c, small)
+    cases_build.add(c)
     cases_quant.add(c, ort)
     c.test("doctor: oneDNN, cores, ISA, GPU line", doctor_case(c))
 

@@ -96,6 +96,8 @@ struct ShapeSpec {
 };
 // Reads every --shape and --shapes value; usage errors go to a.
 std::vector<ShapeSpec> parse_shape_specs(Args& a);
+// --batch as a comma-separated list, each in [1, 1048576] (tune, build); {1} when not given.
+std::vector<int64_t> parse_batch_list(Args& a);
 
 // An input tensor read from --input NAME=PATH.
 struct FileInput {
@@ -163,6 +165,7 @@ int cmd_tune(int argc, char** argv);
 int cmd_profile(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
+int cmd_build(int argc, char** argv);
 const CommandSpec& run_spec();
 const CommandSpec& check_spec();
 const CommandSpec& bench_spec();
@@ -172,5 +175,6 @@ const CommandSpec& tune_spec();
 const CommandSpec& profile_spec();
 const CommandSpec& quantize_spec();
 const CommandSpec& eval_spec();
+const CommandSpec& build_spec();
 
 }  // namespace infera::cli

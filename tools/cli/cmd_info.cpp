@@ -69,6 +69,23 @@ int cmd_info(int argc, char** argv) {
   Session& s = *sess.value();
   const ModelSummary& m = s.summary();
   printf("model        %s\n", a.positional[0].c_str());
+  const auto& props = m.metadata.metadata_props;
+  if (props.count("infera.plan.format")) {  // a saved plan (infera build): its header
+    auto prop = [&](const char* k) {
+      auto it = props.find(std::string("infera.plan.") + k);
+      return it == props.end() || it->second.empty() ? std::string("-") : safe_line(it->second);
+    };
+    printf("saved plan   format %s, infera %s, built from %s\n", prop("format").c_str(), prop("infera").c_str(),
+           prop("model").c_str());
+    printf("  device     %s\n", prop("device").c_str());
+    printf("  arch       %s\n", prop("arch").c_str());
+    printf("  cpu        %s\n", prop("cpu").c_str());
+    printf("  libraries  %s\n", prop("libraries").c_str());
+    printf("  options    %s\n", prop("options").c_str());
+    printf("  shapes     %s (prepared at load)\n", prop("shapes").c_str());
+    printf("  choices    %s algorithm choices embedded (nothing is timed for the saved shapes)\n",
+           prop("choices").c_str());
+  }
   printf("producer     %s\n", m.producer.empty() ? "(none)" : m.producer.c_str());
   printf("ir / opset   %lld / %lld\n", static_cast<long long>(m.ir_version), static_cast<long long>(m.opset));
   printf("inputs\n");

@@ -1,7 +1,5 @@
 // infera tune: builds MODEL's plan for each batch size so that every algorithm choice is timed
 // once and kept in the performance database; a later run, bench or profile finds them all.
-#include <sstream>
-
 #include "cli.h"
 
 namespace infera::cli {
@@ -45,23 +43,7 @@ int cmd_tune(int argc, char** argv) {
   session_options(a, opts);
   opts.max_cached_plans = 1;  // each batch's plan is made for its choices, then dropped
   if (opts.search == SessionOptions::SearchMode::kOff) a.error("tune with --search off would time nothing");
-  std::vector<int64_t> batches;
-  if (a.has("--batch")) {
-    std::stringstream ss(a.get("--batch"));
-    std::string b;
-    while (std::getline(ss, b, ',')) {
-      char* end = nullptr;
-      const long long v = std::strtoll(b.c_str(), &end, 10);
-      if (b.empty() || *end || v < 1 || v > (1 << 20)) {
-        a.error("--batch expects a comma-separated list of integers in [1, 1048576], got '" + b + "'");
-        break;
-      }
-      batches.push_back(v);
-    }
-    if (batches.empty()) a.error("--batch expects a comma-separated list of integers in [1, 1048576]");
-  } else {
-    batches.push_back(1);
-  }
+  std::vector<int64_t> batches = parse_batch_list(a);
   std::vector<ShapeSpec> shape_specs = parse_shape_specs(a);
   if (a.positional.size() != 1 && a.usage_error.empty())
     a.error(a.positional.empty() ? "tune needs a MODEL"

@@ -30,9 +30,11 @@ static int dispatch(int argc, char** argv) {
   if (cmd == "profile") return cmd_profile(argc, argv);
   if (cmd == "quantize") return cmd_quantize(argc, argv);
   if (cmd == "eval") return cmd_eval(argc, argv);
+  if (cmd == "build") return cmd_build(argc, argv);
   if (!cmd.empty() && cmd[0] == '-') return usage("", "unknown option '" + cmd + "' before the command");
-  return usage(
-      "", "unknown command '" + cmd + "' (commands: run, bench, info, check, profile, tune, quantize, eval, doctor)");
+  return usage("", "unknown command '" + cmd +
+                       "' (commands: run, bench, info, check, profile, tune, build, quantize, eval, "
+                       "doctor)");
 }
 
 int main(int argc, char** argv) {

@@ -3,6 +3,7 @@
 // must agree with the model, the input files and each other.
 #include <cctype>
 #include <set>
+#include <sstream>
 
 #include "cli.h"
 
@@ -286,6 +287,24 @@ Result<ResolvedShapes> resolve_shapes(const Session& s, const ShapeRequest& req)
     r.dims[io.name] = d;
   }
   return r;
+}
+
+std::vector<int64_t> parse_batch_list(Args& a) {
+  std::vector<int64_t> batches;
+  if (!a.has("--batch")) return {1};
+  std::stringstream ss(a.get("--batch"));
+  std::string b;
+  while (std::getline(ss, b, ',')) {
+    char* end = nullptr;
+    const long long v = std::strtoll(b.c_str(), &end, 10);
+    if (b.empty() || *end || v < 1 || v > (1 << 20)) {
+      a.error("--batch expects a comma-separated list of integers in [1, 1048576], got '" + b + "'");
+      return batches;
+    }
+    batches.push_back(v);
+  }
+  if (batches.empty()) a.error("--batch expects a comma-separated list of integers in [1, 1048576]");
+  return batches;
 }
 
 }  // namespace infera::cli

@@ -297,10 +297,12 @@ std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req) {
   bool pointwise = true;  // 1x1, stride 1, no padding: gemm needs no im2col
   for (size_t i = 0; i < 2; ++i)
     pointwise = pointwise && p.w[p.w.size() - 2 + i] == 1 && p.strides[i] == 1 && p.pad_l[i] == 0 && p.pad_r[i] == 0;
-  auto [cs, cd] =
+  // Not a structured binding: clang < 16 (the fuzz build) cannot capture one in the lambda below.
+  const std::pair<Format, Format> picked =
       four ? pick_formats(
                  ls, ld, [&](Format a, Format b) { return make_pd(a, b, residual).impl_info_str(); }, pointwise)
            : std::pair<Format, Format>{ls, ld};
+  const Format cs = picked.first, cd = picked.second;
   convolution_forward::primitive_desc pd = make_pd(cs, cd, residual);
   ConvPick pick = pick_algorithm(req, p, four, cs, cd, [&](algorithm a) {
     alg = a;
