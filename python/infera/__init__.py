@@ -24,7 +24,7 @@ __version__ = _infera.version()
 __all__ = ["InferenceSession", "SessionOptions", "RunOptions", "IoBinding", "NodeArg", "ModelMetadata", "StepTiming",
            "GraphOptimizationLevel", "ExecutionMode", "InferaError", "InvalidModel", "InvalidInput", "Unsupported",
            "OutOfMemory", "DeviceError", "IoError", "InternalError", "get_available_providers", "get_all_providers",
-           "get_device", "available_backends", "cli_path", "quantize", "__version__"]
+           "get_device", "available_backends", "cli_path", "quantize", "build", "__version__"]
 
 
 def get_device():
@@ -59,6 +59,24 @@ def quantize(model_path, output_path, calibration_data, method="minmax", num_thr
         raise InvalidInput("accuracy_budget must be a number >= 0, found %r" % (accuracy_budget,))
     return _infera.quantize(os.fspath(model_path), os.fspath(output_path), samples, str(method), int(num_threads),
                             budget, [str(x) for x in fp32_layers], [str(x) for x in int8_layers])
+
+
+def build(model_path, output_path, batches=(1,), sess_options=None, providers=None, input_shapes=None):
+    """A saved plan, as `infera build MODEL -o OUT --batch LIST`: loads the model with these options
+    and providers, prepares the plan of each batch size (the first dim of the model's one input; or
+    the given ``input_shapes``, a list of {input name: shape}) and writes ``output_path``.
+    Returns the InferenceSession that made it."""
+    sess = InferenceSession(model_path, sess_options, providers=providers)
+    if input_shapes is None:
+        ins = sess.get_inputs()
+        if len(ins) != 1 or not ins[0].shape:
+            raise InvalidInput("build: give input_shapes for a model with %d inputs" % len(ins))
+        rest = ins[0].shape[1:]
+        if not all(isinstance(d, int) for d in rest):
+            raise InvalidInput("build: input %r has free dims besides the batch: give input_shapes" % ins[0].name)
+        input_shapes = [{ins[0].name: [int(b)] + list(rest)} for b in batches]
+    sess.save_plan(output_path, input_shapes)
+    return sess
 
 
 def cli_path():

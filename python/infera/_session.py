@@ -141,6 +141,14 @@ class InferenceSession:
         scratch bytes, steps per backend, build ms, output dims)."""
         return self._core.prepare({k: [int(d) for d in v] for k, v in input_shapes.items()})
 
+    def save_plan(self, path, input_shapes):
+        """Writes a saved plan (.iplan, docs/saved_plans.md) with the plans of each of
+        ``input_shapes`` (a list of {input name: shape}): the optimized graph, its weights and the
+        algorithm choices, for this device and these libraries. InferenceSession(path) loads it
+        without optimizing or searching; a plan for another device or library is refused."""
+        shapes = [{str(k): [int(d) for d in v] for k, v in dict(s).items()} for s in input_shapes]
+        self._core.save_plan(os.fspath(path), shapes)
+
     def allocated_bytes(self):
         """Bytes the session holds now: weights, arenas and scratch of every run context."""
         return self._core.allocated_bytes()

@@ -114,6 +114,16 @@ class PySession {
   size_t allocated_bytes() const { return get()->allocated_bytes(); }
   size_t cached_plan_count() const { return get()->cached_plan_count(); }
 
+  void save_plan(const std::string& path, const std::vector<std::map<std::string, std::vector<int64_t>>>& shapes) {
+    auto s = get();
+    Status st = Status::ok();
+    {
+      nb::gil_scoped_release unlocked;
+      st = s->save_plan(path, shapes);
+    }
+    if (!st.is_ok()) raise_status(st);
+  }
+
   nb::dict prepare(const std::map<std::string, std::vector<int64_t>>& shapes) {
     auto s = get();
     Result<PlanReport> r = PlanReport{};
@@ -500,6 +510,7 @@ NB_MODULE(_infera, m) {
       .def("allocated_bytes", &PySession::allocated_bytes)
       .def("cached_plan_count", &PySession::cached_plan_count)
       .def("prepare", &PySession::prepare)
+      .def("save_plan", &PySession::save_plan)
       .def("run", &PySession::run, nb::arg("names").none(), nb::arg("feeds").none(), nb::arg("dlpack") = false,
            nb::arg("profile").none() = nb::none())
       .def("run_bound", &PySession::run_bound, nb::arg("feeds").none(), nb::arg("bound"), nb::arg("dlpack") = false)

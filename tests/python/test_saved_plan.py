@@ -27,3 +27,20 @@ def test_saved_plan_session(tiny_path, tmp_path):
         want, = from_onnx.run(None, {"input": x})
         got, = from_plan.run(None, {"input": x})
         assert np.array_equal(got, want)
+
+
+def test_build_from_python(tiny_path, tmp_path):
+    """infera.build is `infera build`: the plan it writes gives the bits of the session that made it."""
+    plan = tmp_path / "tiny_py.iplan"
+    so = infera.SessionOptions()
+    so.perf_db = str(tmp_path / "db.json")
+    made = infera.build(tiny_path, plan, batches=[2, 5], sess_options=so)
+    loaded = infera.InferenceSession(str(plan))
+    for n in (2, 5):
+        x = rand(n, 3, 32, 32, seed=10 + n)
+        assert np.array_equal(loaded.run(None, {"input": x})[0], made.run(None, {"input": x})[0])
+    made.save_plan(tmp_path / "again.iplan", [{"input": [4, 3, 32, 32]}])
+    assert infera.InferenceSession(str(tmp_path / "again.iplan")).prepare({"input": [4, 3, 32, 32]})["steps"] > 0
+    import pytest
+    with pytest.raises(infera.InvalidInput, match="missing shape|unknown input"):
+        made.save_plan(tmp_path / "bad.iplan", [{"nope": [1, 3, 32, 32]}])
