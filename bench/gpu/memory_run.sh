@@ -9,8 +9,10 @@
 #   3. a saved plan, where this build has `infera build`: build fp16 b1,256, then bench from it.
 # Usage (device tool, carry [".gpu-infera"] holding stage.tar.xz, node-tests.tar.xz,
 # python-stage.tar.xz, torch_peer.py): bash bench/gpu/memory_run.sh [TOTAL_S]
+# SKIP="coldwarm streams" leaves those parts out (a rerun after a fix).
 set -u
 stage=.gpu-infera/stage.tar.xz total=${1:-480}
+want() { [[ " ${SKIP:-} " != *" $1 "* ]]; }
 . tests/gpu/device_env.sh
 exec > >(tee -a "$out/log.txt") 2>&1
 date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git log -1 --format='git %h' 2>/dev/null
@@ -33,22 +35,34 @@ tail -n 2 "$out/torch-resnet50.err"; cat "$out/torch-resnet50.jsonl"
 b() { timeout 120 "$bin/infera" bench $m --device gpu --precision fp16 --warmup 10 --duration 1.5 "$@" 2>&1 |
   grep -E "perf db|^ +(batch|[0-9]+) |plan memory|error"; }
 db=$out/perfdb.json; rm -f "$db"
-echo "== cold build with search into an empty DB, b256 ($(left) s left)"
-b --batch 256 --io device --perf-db "$db" --verbose --json "$out/cold.json"
-echo "== warm build from the DB ($(left) s left)"
-b --batch 256 --io device --perf-db "$db" --verbose --json "$out/warm.json"
+if want coldwarm; then
+  echo "== cold build with search into an empty DB, b256 ($(left) s left)"
+  b --batch 256 --io device --perf-db "$db" --verbose --json "$out/cold.json"
+  echo "== warm build from the DB ($(left) s left)"
+  b --batch 256 --io device --perf-db "$db" --verbose --json "$out/warm.json"
+fi
+echo "== build (into the DB, or warm) ($(left) s left)"
 b --batch 256 --io device --perf-db "$db" --json "$out/warm2.json"
 echo "== b256 under a 1 GiB and a 512 MiB memory budget ($(left) s left)"
 b --batch 256 --io device --perf-db "$db" --memory-budget 1G --json "$out/budget1g.json"
 b --batch 256 --io device --perf-db "$db" --memory-budget 512M --json "$out/budget512m.json"
-echo "== streams 1,2,4 at b1 and b8, host I/O ($(left) s left)"
-b --batch 1,8 --streams 1,2,4 --perf-db "$db" --json "$out/streams.json"
+if want streams; then
+  echo "== streams 1,2,4 at b1 and b8, host I/O ($(left) s left)"
+  b --batch 1,8 --streams 1,2,4 --perf-db "$db" --json "$out/streams.json"
+fi
 if "$bin/infera" build --help >/dev/null 2>&1; then
   echo "== saved plan ($(left) s left)"
   t0=$SECONDS
   timeout 120 "$bin/infera" build $m -o /tmp/r50.iplan --device gpu --precision fp16 --batch 1,256 --perf-db "$db" 2>&1 | tail -n 3
   echo "build took $((SECONDS - t0)) s; $(stat -c %s /tmp/r50.iplan 2>/dev/null) bytes"
-  timeout 60 "$bin/infera" info /tmp/r50.iplan 2>&1 | head -n 12
+  timeout 60 "$bin/infera" info /tmp/r50.iplan 2>&1 | grep -iE "saved plan|device|gpu|cudnn|plan" | head -n 12
+  # A second process: load the plan (no passes, no search) against loading the ONNX with the warm DB.
+  for f in /tmp/r50.iplan $m; do
+    extra=(); [ "$f" = "$m" ] && extra=(--perf-db "$db")
+    t0=$(date +%s%N)
+    timeout 60 "$bin/infera" info "$f" --device gpu --precision fp16 --batch 256 "${extra[@]}" >"$out/info-$(basename $f).txt" 2>&1
+    echo "load + plan b256 of $(basename $f): exit $?, $(( ($(date +%s%N) - t0) / 1000000 )) ms (process)"
+  done
   timeout 100 "$bin/infera" bench /tmp/r50.iplan --device gpu --precision fp16 --batch 1,256 --io device --warmup 10 \
     --duration 1.5 --json "$out/iplan.json" 2>&1 | grep -E "^ +(batch|[0-9]+) |load|error"
 fi
