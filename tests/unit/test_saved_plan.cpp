@@ -3,8 +3,10 @@
 // another machine, library, infera or options is refused with what differs; truncated, flipped or
 // corrupt files are errors, never crashes; typed ops a pass set directly survive or are refused.
 #include <gtest/gtest.h>
+
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
+#include <cctype>
 
 #include <cstring>
 #include <fstream>
@@ -255,7 +257,11 @@ TEST(SavedPlan, ForeignPlanRefusedNamingWhatDiffers) {
     const std::string bytes = with_header(s.bytes, c.change);
     auto r = Session::load_from_memory(bytes, "", one_thread());
     ASSERT_FALSE(r.is_ok()) << c.says;
-    EXPECT_NE(r.message().find(c.says), std::string::npos) << r.message();
+    // A GPU plan is refused for the device without a GPU, for the GPU's identity with one.
+    std::string msg = r.message();
+    if (std::string(c.says) == "gpu")
+      for (char& ch : msg) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    EXPECT_NE(msg.find(c.says), std::string::npos) << r.message();
     if (std::string(c.says) != "gpu") EXPECT_NE(r.message().find("rebuild it with `infera build`"), std::string::npos);
     EXPECT_EQ(r.message().find('\n'), std::string::npos);
   }
