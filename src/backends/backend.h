@@ -129,6 +129,11 @@ class Stream {
   virtual Status replay() { return Status::error(StatusCode::kUnsupported, "no graph capture"); }
   virtual bool has_graph() const { return false; }
   virtual void drop_graph() {}
+  // Graph slots: a stream may keep several captured graphs (e.g. one per set of I/O addresses a
+  // run context alternates between); capture, replay, has_graph and drop_graph act on the
+  // selected slot. One slot unless the stream says more.
+  virtual size_t graph_slots() const { return 1; }
+  virtual void select_graph(size_t slot) { (void)slot; }
   // Device time between time_begin() and time_end() (events on the stream; time_end waits).
   virtual Status time_begin() { return Status::error(StatusCode::kUnsupported, "no device timer"); }
   virtual Result<double> time_end() { return Status::error(StatusCode::kUnsupported, "no device timer"); }

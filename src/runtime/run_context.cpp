@@ -245,8 +245,24 @@ Status RunContext::run_steps(bool capturing, std::vector<StepTiming>* timings) {
 Status RunContext::run_graph(const std::vector<void*>& key) {
   Stream& stream = *streams_[plan_->steps[0].arena];
   if (runs_ == 1) return run_steps(false, nullptr);
-  if (stream.has_graph() && key == graph_key_) return stream.replay();
+  // One captured graph per set of I/O addresses, up to the stream's slots (least recently used
+  // replaced): alternating buffers replay instead of capturing again.
+  const size_t slots = std::max<size_t>(1, stream.graph_slots());
+  if (graph_keys_.size() != slots) graph_keys_.assign(slots, {}), graph_used_.assign(slots, 0);
+  size_t slot = slots;
+  for (size_t i = 0; i < slots && slot == slots; ++i) {
+    stream.select_graph(i);
+    if (stream.has_graph() && graph_keys_[i] == key) slot = i;
+  }
+  if (slot < slots) {
+    graph_used_[slot] = runs_;
+    stream.select_graph(slot);
+    return stream.replay();
+  }
+  slot = static_cast<size_t>(std::min_element(graph_used_.begin(), graph_used_.end()) - graph_used_.begin());
+  stream.select_graph(slot);
   stream.drop_graph();
+  graph_keys_[slot].clear();
   Status s = stream.begin_capture();
   if (s.is_ok()) {
     Status r = run_steps(true, nullptr);
@@ -254,7 +270,8 @@ Status RunContext::run_graph(const std::vector<void*>& key) {
     if (!r.is_ok()) s = r;
   }
   if (s.is_ok()) {
-    graph_key_ = key;
+    graph_keys_[slot] = key;
+    graph_used_[slot] = runs_;
     return stream.replay();
   }
   if (plan_->graph_mode == SessionOptions::GraphMode::kOn) return s.prefixed("GPU graph capture: ");

@@ -57,8 +57,10 @@ class RunContext {
   // Graphs: pinned copies of host inputs (the graph reads fixed addresses), the device
   // pointers the captured graph was made with, and whether capture works here.
   const Backend* pinner_ = nullptr;
-  std::vector<void*> staging_;  // per graph input
-  std::vector<void*> graph_key_, key_;
+  std::vector<void*> staging_;                  // per graph input
+  std::vector<std::vector<void*>> graph_keys_;  // per graph slot of the stream: the addresses it was captured with
+  std::vector<int> graph_used_;                 // per slot: the run that last replayed it (LRU)
+  std::vector<void*> key_;
   int runs_ = 0;
   bool graph_failed_ = false;
 };

@@ -93,7 +93,7 @@ class GpuStream : public Stream {
   GpuStream(int device, gpuStream_t s) : device_(device), s_(s) {}
   ~GpuStream() override {
     (void)gpuSetDevice(device_);
-    drop_graph();
+    for (size_t i = 0; i < kGraphSlots; ++i) select_graph(i), drop_graph();
     for (gpuEvent_t e : ev_)
       if (e) (void)gpuEventDestroy(e);
     (void)gpuStreamDestroy(s_);
@@ -115,22 +115,24 @@ class GpuStream : public Stream {
   Status end_capture() override {
     gpuGraph_t g = nullptr;
     gpuError_t e = gpuStreamEndCapture(s_, &g);
-    if (e == gpuSuccess) e = gpuGraphInstantiate(&exec_, g);
+    if (e == gpuSuccess) e = gpuGraphInstantiate(&exec_[slot_], g);
     if (g) (void)gpuGraphDestroy(g);
-    if (e != gpuSuccess) exec_ = nullptr;
+    if (e != gpuSuccess) exec_[slot_] = nullptr;
     return check("end graph capture", e);
   }
   Status replay() override {
-    if (!exec_) return Status::error(StatusCode::kInternal, "gpu: no graph to replay");
+    if (!exec_[slot_]) return Status::error(StatusCode::kInternal, "gpu: no graph to replay");
     gpuError_t e = gpuSetDevice(device_);
-    if (e == gpuSuccess) e = gpuGraphLaunch(exec_, s_);
+    if (e == gpuSuccess) e = gpuGraphLaunch(exec_[slot_], s_);
     return check("graph launch", e);
   }
-  bool has_graph() const override { return exec_ != nullptr; }
+  bool has_graph() const override { return exec_[slot_] != nullptr; }
   void drop_graph() override {
-    if (exec_) (void)gpuGraphExecDestroy(exec_);
-    exec_ = nullptr;
+    if (exec_[slot_]) (void)gpuGraphExecDestroy(exec_[slot_]);
+    exec_[slot_] = nullptr;
   }
+  size_t graph_slots() const override { return kGraphSlots; }
+  void select_graph(size_t slot) override { slot_ = slot < kGraphSlots ? slot : 0; }
   Status time_begin() override {
     gpuError_t e = gpuSuccess;
     if (!ev_[0]) e = gpuEventCreate(&ev_[0]);
@@ -154,9 +156,13 @@ class GpuStream : public Stream {
     (void)gpuGetLastError();
     return device_error(std::string("gpu: ") + what, gpu::Status{gpuGetErrorString(e)});
   }
+  // Graphs per set of I/O addresses (a run context that alternates buffers, e.g. the chunks of a
+  // batch or double-buffered inputs, replays each instead of capturing again).
+  static constexpr size_t kGraphSlots = 4;
   int device_;
   gpuStream_t s_;
-  gpuGraphExec_t exec_ = nullptr;
+  gpuGraphExec_t exec_[kGraphSlots] = {};
+  size_t slot_ = 0;
   gpuEvent_t ev_[2] = {nullptr, nullptr};
 };
 
