@@ -360,7 +360,7 @@ Session::~Session() {
 
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, const SessionOptions& opts) {
   return guarded([&]() -> Result<std::unique_ptr<Session>> {
-    auto g = import_onnx_file(path);
+    auto g = import_onnx_file(path, opts.limits);
     if (!g.is_ok()) return g.status().or_code(StatusCode::kInvalidModel);
     auto impl = std::make_unique<SessionImpl>();
     Status s = impl->init(g.take(), opts).or_code(StatusCode::kInvalidModel);
@@ -372,7 +372,7 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& path, const Se
 Result<std::unique_ptr<Session>> Session::load_from_memory(const std::string& bytes, const std::string& model_dir,
                                                            const SessionOptions& opts) {
   return guarded([&]() -> Result<std::unique_ptr<Session>> {
-    auto g = import_onnx_bytes(bytes, model_dir, "<memory>");
+    auto g = import_onnx_bytes(bytes, model_dir, "<memory>", opts.limits);
     if (!g.is_ok()) return g.status().or_code(StatusCode::kInvalidModel);
     auto impl = std::make_unique<SessionImpl>();
     Status s = impl->init(g.take(), opts).or_code(StatusCode::kInvalidModel);

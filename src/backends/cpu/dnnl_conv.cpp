@@ -28,6 +28,10 @@ struct ConvPlan {
   int64_t group = 1;
   bool has_bias = false, has_z = false;
   std::vector<EltOp> act;
+  // Relu/Clip/HardSigmoid: not a post-op (oneDNN's drop NaN) but a loop on the output after the
+  // primitive (activation_after); act is empty then.
+  bool act_loop = false;
+  Activation loop_act;
 };
 
 bool plan_conv(const StepRequest& req, ConvPlan& p) {
@@ -70,7 +74,8 @@ bool plan_conv(const StepRequest& req, ConvPlan& p) {
   if (op->fused()) {
     p.has_z = req.has_in(3);
     if (p.has_z && req.in_dims(3) != y) return false;
-    if (!eltwise_chain(op->activation(), p.act)) return false;
+    if (!fused_activation(op->activation(), p.act, p.act_loop)) return false;
+    p.loop_act = op->activation();
   } else if (req.inputs.size() > 3) {
     return false;
   }
@@ -200,7 +205,10 @@ ConvPick pick_algorithm(const StepRequest& req, const ConvPlan& p, bool four, Fo
     forced_note = std::string("--conv-algo winograd: oneDNN has no Winograd for this conv") +
                   (wino_shape ? " on this ISA" : " (3x3, stride 1, dilation 1, group 1 only)") + "; using direct";
   if (!forced_note.empty() && req.verbose >= 1)
-    std::fprintf(stderr, "infera: tune: node '%s': %s\n", req.node->name.c_str(), forced_note.c_str());
+    std::fprintf(stderr, "%s\n",  // the node name from the model: one escaped, capped line
+                 Status::error(StatusCode::kInternal, "infera: tune: node '" + req.node->name + "': " + forced_note)
+                     .message()
+                     .c_str());
   // "direct" is oneDNN's direct algorithm where it was chosen over Winograd (timed or forced);
   // else convolution_auto, as before the search (the same kernels for shapes without Winograd).
   auto use = [&](const std::string& n, bool chosen) {
@@ -251,8 +259,11 @@ ConvPick pick_algorithm(const StepRequest& req, const ConvPlan& p, bool four, Fo
   use(choice.best(), true);
   pick.note = " [" + choice.best() + ": " + choice.summary() + "]";
   if (req.verbose >= 1)
-    std::fprintf(stderr, "infera: tune: node '%s' conv: %s (%s)\n", req.node->name.c_str(), choice.best().c_str(),
-                 choice.summary().c_str());
+    std::fprintf(stderr, "%s\n",  // the node name from the model: one escaped, capped line
+                 Status::error(StatusCode::kInternal, "infera: tune: node '" + req.node->name +
+                                                          "' conv: " + choice.best() + " (" + choice.summary() + ")")
+                     .message()
+                     .c_str());
   return pick;
 }
 
@@ -312,8 +323,18 @@ std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req) {
   else if (alg != algorithm::convolution_auto)
     pd = make_pd(cs, cd, residual);
 
-  auto k = std::make_unique<DnnlKernel>(p.has_z || !p.act.empty() ? "dnnl fused conv" : "dnnl conv");
-  k->set_impl(pd.impl_info_str() + std::string(cs != ls || cd != ld ? " (via reorders)" : "") + pick.note);
+  // oneDNN's gemm-based conv applies post-ops in its own kernel, whose logistic maps NaN to a
+  // number (measured, oneDNN 2.6; its jit convs keep NaN): there the eltwise chain runs as eltwise
+  // primitives on the conv's output instead (a slow path already: odd shapes, plain formats).
+  std::vector<EltOp> separate;
+  if (!p.act.empty() && std::string(pd.impl_info_str()).find("gemm") != std::string::npos) {
+    separate.swap(p.act);
+    pd = make_pd(cs, cd, residual);
+  }
+  auto k = std::make_unique<DnnlKernel>(p.has_z || !p.act.empty() || p.act_loop || !separate.empty() ? "dnnl fused conv"
+                                                                                                     : "dnnl conv");
+  k->set_impl(pd.impl_info_str() + std::string(cs != ls || cd != ld ? " (via reorders)" : "") + pick.note +
+              (p.act_loop ? std::string(" + ") + activation_name(p.loop_act.kind) + " loop (NaN kept)" : ""));
   const memory::format_tag wtag = p.group > 1 ? memory::format_tag::goihw : memory::format_tag::oihw;
   memory w_user(memory::desc(p.w, memory::data_type::f32, wtag), engine(),
                 const_cast<void*>(req.inputs[1]->value->data()));
@@ -356,7 +377,17 @@ std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req) {
       k->add_step(convolution_forward(pd), args);
     }
   }
+  for (const EltOp& e : separate) {
+    eltwise_forward::desc ed(prop_kind::forward_inference, e.alg, dst.get_desc(), e.alpha, e.beta);
+    k->add_step(eltwise_forward(eltwise_forward::primitive_desc(ed, user_scratchpad(), engine())),
+                {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}});
+  }
   out.finish(*k);
+  // Relu/Clip/HardSigmoid as a NaN-keeping loop; in any case padded lanes of a blocked output
+  // back to zero (oneDNN computes them as 0 * x, NaN where the input holds NaN).
+  auto after = activation_after(p.act_loop ? p.loop_act : activation_default(ActKind::kIdentity), p.y, ld);
+  if (after) k->set_after(std::move(after));
+  if (!separate.empty()) k->set_impl(pd.impl_info_str() + std::string(" + eltwise primitives") + pick.note);
   return k;
 }
 

@@ -47,6 +47,22 @@ struct EltOp {
 // The eltwise chain of an activation of the table; false when oneDNN has none for it.
 bool eltwise_chain(const Activation& a, std::vector<EltOp>& out);
 void append_eltwise_ops(dnnl::post_ops& po, const std::vector<EltOp>& ops);
+// Whether oneDNN's eltwise chain for a keeps NaN as NaN, as the reference does (issue 7). Its
+// relu (alpha 0) and clip are max/min instructions with the constant as the operand returned for
+// NaN: Relu(NaN) = 0, Clip(NaN) = min (-Inf without bounds), HardSigmoid (linear + clip) = 0.
+// oneDNN 2.6 has no post-op that keeps NaN for them. LeakyRelu (alpha != 0) multiplies: NaN stays.
+bool nan_safe(const Activation& a);
+// The activation fused into a Conv/Gemm: post-ops where oneDNN's keep NaN (ops), else none and
+// loop = true: the kernel runs activation_after on its output (Relu, Clip, HardSigmoid). False
+// when oneDNN has neither.
+bool fused_activation(const Activation& a, std::vector<EltOp>& ops, bool& loop);
+// A kernel's after-step applying a (Relu, Clip or HardSigmoid) in place on output 0 of dims d in
+// format f, NaN kept; from_input: read input 0 instead (same dims and format), for a standalone
+// activation. Padded lanes of a blocked format are set to zero after. With a of kind kIdentity
+// only that (oneDNN convs compute padded output lanes as 0 * x: NaN where x holds one), or null
+// when f has no padded lanes.
+std::function<void(ComputeContext&)> activation_after(const Activation& a, const Dims& d, Format f,
+                                                      bool from_input = false);
 
 // The kernel every family builds. While building, memories stand for what a run binds: an
 // input or output slot (bind_*), per-run temporaries in the scratch (temp), or data owned by
