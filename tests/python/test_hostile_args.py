@@ -174,7 +174,10 @@ for i in range(n):
         sys.exit(4)
     except Exception as e:  # any other Python exception is an answer; only a crash is not
         raised += 1
-        kinds[type(e).__name__] = kinds.get(type(e).__name__, 0) + 1
+        k = type(e).__name__
+        if k not in kinds:
+            print("first %s: %s" % (k, str(e)[:300].encode("ascii", "backslashreplace").decode()), flush=True)
+        kinds[k] = kinds.get(k, 0) + 1
     except BaseException as e:  # SystemExit, KeyboardInterrupt: not an answer for a bad argument
         print("BASE EXCEPTION", type(e).__name__, e, flush=True)
         sys.exit(3)

@@ -248,6 +248,35 @@ TEST(NanSemantics, ActivationsFusedIntoConvKeepNaN) {
       }
 }
 
+TEST(NanSemantics, FusedConvWhoseInfInputsSumToNaN) {
+  // No NaN in X: at pixel 0 both channels are +Inf and W[m] = (1, -1): Inf - Inf = NaN before
+  // the activation, where the post-ops would give 0 (Relu) or 0 (Clip(0, 6)). The guard must see
+  // Inf too. (Finite sums that overflow are not tested: oneDNN accumulates with FMA, where
+  // Inf + finite stays Inf, and the reference multiplies then adds: they differ before any
+  // activation.)
+  for (const char* act : {"Relu", "Clip", "HardSigmoid"}) {
+    OpCase c;
+    c.op = "FusedConv";
+    c.domain = "com.infera";
+    c.attrs = {{"activation", attr_s(act)}};
+    if (std::string(act) != "Relu") {
+      c.attrs["activation_alpha"] = attr_f(std::string(act) == "Clip" ? 0.f : 0.3f);
+      c.attrs["activation_beta"] = attr_f(std::string(act) == "Clip" ? 6.f : 0.4f);
+    }
+    Tensor x = random_tensor({1, 2, 3, 3}, 7500);
+    x.data_as<float>()[0] = kInf;
+    x.data_as<float>()[9] = kInf;
+    c.inputs = {x,
+                make_tensor<float>(DataType::kFloat32, {4, 2, 1, 1}, {1.f, -1.f, 2.f, -2.f, 0.5f, -0.5f, 3.f, -3.f})};
+    c.const_inputs = {1};
+    auto ref = run_op(c.op, c.attrs, c.inputs, 1, 17, c.const_inputs, c.domain);
+    ASSERT_TRUE(ref.is_ok()) << ref.message();
+    EXPECT_TRUE(std::isnan(ref.value()[0].data_as<float>()[0])) << "reference: Inf - Inf";
+    EXPECT_FALSE(std::isnan(ref.value()[0].data_as<float>()[1]));
+    check_case(c, std::string("FusedConv+") + act + " whose Inf inputs sum to NaN", {"dnnl"});
+  }
+}
+
 TEST(NanSemantics, ActivationsFusedIntoGemmKeepNaN) {
   uint32_t seed = 7400;
   for (const char* act : {"Relu", "Clip", "HardSigmoid", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "HardSwish"}) {

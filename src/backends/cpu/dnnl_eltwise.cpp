@@ -399,6 +399,14 @@ void activation_loop(const Activation& a, const float* x, float* y, int64_t n, i
 
 }  // namespace
 
+bool any_beyond(const float* p, int64_t n, float t, int threads) {
+  int bad = 0;
+  const int nth = n >= (int64_t(1) << 16) ? std::max(1, threads) : 1;
+#pragma omp parallel for simd num_threads(nth) reduction(| : bad)
+  for (int64_t i = 0; i < n; ++i) bad |= !(std::fabs(p[i]) <= t);  // NaN compares false: bad
+  return bad != 0;
+}
+
 std::function<void(ComputeContext&)> activation_after(const Activation& a, const Dims& d, Format f, bool from_input) {
   // Elementwise: the format does not matter, except that the padded lanes of a blocked format
   // must stay zero.

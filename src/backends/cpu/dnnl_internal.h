@@ -4,6 +4,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -63,6 +64,8 @@ bool fused_activation(const Activation& a, std::vector<EltOp>& ops, bool& loop);
 // when f has no padded lanes.
 std::function<void(ComputeContext&)> activation_after(const Activation& a, const Dims& d, Format f,
                                                       bool from_input = false);
+// True when some value of p[0..n) is NaN, +-Inf or larger than t in magnitude (one vectorized read).
+bool any_beyond(const float* p, int64_t n, float t, int threads);
 
 // The kernel every family builds. While building, memories stand for what a run binds: an
 // input or output slot (bind_*), per-run temporaries in the scratch (temp), or data owned by
@@ -81,6 +84,15 @@ class DnnlKernel : public StepKernel {
   void set_impl(const std::string& s) { impl_ = s; }
   // Runs after the primitives, on the bound buffers (e.g. the max pools' NaN fix-up).
   void set_after(std::function<void(ComputeContext&)> f) { after_ = std::move(f); }
+  // A second way to compute the same result: the steps added after begin_alternative(), then
+  // alt_after. A run takes it when use_alternative(ctx) says so (read before any step), else
+  // the steps before and after_. Both share the bound and temporary memories.
+  void begin_alternative(std::function<bool(ComputeContext&)> use_alternative,
+                         std::function<void(ComputeContext&)> alt_after) {
+    split_ = steps_.size();
+    use_alt_ = std::move(use_alternative);
+    alt_after_ = std::move(alt_after);
+  }
 
   Status run(ComputeContext& ctx) const override;
   std::unique_ptr<KernelState> make_state() const override;
@@ -115,6 +127,9 @@ class DnnlKernel : public StepKernel {
   std::vector<Step> steps_;
   size_t temp_bytes_ = 0, scratchpad_bytes_ = 0, weight_bytes_ = 0;
   std::function<void(ComputeContext&)> after_;
+  size_t split_ = SIZE_MAX;  // steps_[split_..] are the alternative (begin_alternative)
+  std::function<bool(ComputeContext&)> use_alt_;
+  std::function<void(ComputeContext&)> alt_after_;
 };
 
 // Reorders src memory into a new owned memory of md (weights into the primitive's format).
