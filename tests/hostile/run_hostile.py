@@ -535,6 +535,25 @@ def verbose_name_cases(s):
           ["bench", mp, "--iterations", "3", "--warmup", "1"], "lines", "\\x1B]0;pwned\\x07", tty=True)
 
 
+def calib_cache_cases(s):
+    # fuzz_calib_cache: an amax finite as a double but past FLT_MAX was accepted and became an
+    # Inf scale in the quantized model; the cache is checked against the model's sha256 first,
+    # so this one matches the model.
+    import hashlib
+    import json
+    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    m = model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])],
+              [vi("x", [1, 3, 8, 8])], [vi("y", None)], [w])
+    name = "calib_cache_amax_past_float"
+    mp = s.save(name, m)
+    sha = hashlib.sha256(open(mp, "rb").read()).hexdigest()
+    cache = {"format": "infera-calibration-cache-1", "model_sha256": sha, "method": "minmax",
+             "tensors": {"x": {"amax": 1.1e72}, "y": {"amax": 2.0}}}
+    cf = s.file(name, "cache.json", json.dumps(cache).encode())
+    s.add(name, "a calibration cache whose amax (1.1e72) overflows a float",
+          ["quantize", mp, "--calib-cache", cf, "-o", "@OUT/q.onnx"], "refuse", "at most 3.4e38")
+
+
 def rlimit_cases(s):
     # Worker stacks that RLIMIT_AS cannot hold: libgomp ended the process with its own message.
     relu = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [4])], [vi("y", None)])
@@ -605,7 +624,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="infera-hostile-") as root:
         s = Suite(root, os.path.abspath(args.infera))
         for make in (npy_cases, bool_cases, omitted_output_cases, symlink_cases, limit_cases, session_limit_cases,
-                     chain_cases, wide_cases, name_cases, verbose_name_cases, gemm_chain_cases, rlimit_cases):
+                     chain_cases, wide_cases, name_cases, verbose_name_cases, calib_cache_cases, gemm_chain_cases,
+                     rlimit_cases):
             make(s)
         for c in s.cases:
             if args.k and args.k not in c["name"]:

@@ -1,6 +1,7 @@
 // The calibration cache reader of `infera quantize` / `infera eval`: a small strict JSON reader
 // of the one shape write_calib_cache (calib_data.cpp) writes. In its own file so that the fuzz
 // target (tests/fuzz/fuzz_calib_cache.cpp) links it without the rest of the CLI.
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -108,8 +109,10 @@ Result<CalibCache> parse_calib_cache(const std::string& text, const std::string&
           if (f == "amax") amax = v, got = true;
           return true;
         });
-        if (r && (!got || !std::isfinite(amax) || amax < 0))
-          return j.fail("tensor '" + name + "' needs a finite, non-negative \"amax\"");
+        // A double past FLT_MAX is finite here but Inf as the table's float (fuzz_calib_cache:
+        // amax 1.1e72 gave an Inf scale).
+        if (r && (!got || !std::isfinite(amax) || amax < 0 || amax > FLT_MAX))
+          return j.fail("tensor '" + name + "' needs a finite, non-negative \"amax\" of at most 3.4e38");
         c.table.amax[name] = static_cast<float>(amax);
         return r;
       });
