@@ -401,6 +401,19 @@ TEST(FuzzRegressions, ConvPerAxisAttributeShorterThanTheRank) {
   }
 }
 
+TEST(FuzzRegressions, SplitSizesWhoseSumOverflows) {
+  // fuzz_model (UBSan): 'split' sizes near 2^63 overflowed int64 while being summed.
+  ModelBuilder b;
+  b.input("x", {4});
+  b.ints("sp", {8287186264315133954, 7278391443046140464});
+  b.node("Split", {"x", "sp"}, {"a", "c"}, "split");
+  b.output("a");
+  b.output("c");
+  auto s = b.load();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("sums to more than 2^40"), std::string::npos) << s.message();
+}
+
 TEST(FuzzRegressions, ExternalDataCheckedBeforeAllocating) {
   // fuzz_tensor_pb (12 s, 2 GB): a 424-byte TensorProto of 331M float elements whose data is
   // external, where a tensor file may have none: the 1.3 GB tensor was made (and zeroed) first.
