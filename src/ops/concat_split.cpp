@@ -150,6 +150,8 @@ class SplitKernel : public OpKernel {
       int64_t sum = 0;
       for (int64_t s : split) {
         if (s < 0) return fail("'split' " + ints_str(split) + " has a negative size");
+        if (s > limits::kMaxTensorElements - sum)  // fuzz_model: two sizes near 2^63 overflowed the sum
+          return fail("'split' " + ints_str(split) + " sums to more than 2^40");
         sum += s;
       }
       if (dim >= 0 && sum != dim)

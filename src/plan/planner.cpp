@@ -262,7 +262,11 @@ Status Planner::assign(size_t s) {
       return Status::ok();
     }
     if (verbose(1) && b + 1 < o_.backends.size())
-      std::fprintf(stderr, "infera: %s not on %s: %s\n", n.label().c_str(), be.name(), sup.reason.c_str());
+      std::fprintf(
+          stderr, "%s\n",  // names from the model: one escaped, capped line (Status's rule)
+          Status::error(StatusCode::kInternal, "infera: " + n.label() + " not on " + be.name() + ": " + sup.reason)
+              .message()
+              .c_str());
   }
   return Status::error(StatusCode::kUnsupported, n.label() + ": no backend of this session runs it" +
                                                      (st.dynamic ? " (its output shapes depend on values)" : ""));
@@ -428,8 +432,11 @@ Status Planner::make_kernels(bool& redo) {
       continue;
     }
     if (verbose(1))
-      std::fprintf(stderr, "infera: %s declined by %s at creation\n", g_.nodes[steps_[s].node].label().c_str(),
-                   backend(s).name());
+      std::fprintf(stderr, "%s\n",  // names from the model: one escaped, capped line (Status's rule)
+                   Status::error(StatusCode::kInternal, "infera: " + g_.nodes[steps_[s].node].label() +
+                                                            " declined by " + backend(s).name() + " at creation")
+                       .message()
+                       .c_str());
     steps_[s].declined.insert(steps_[s].backend);
     Status st = assign(s);
     if (!st.is_ok()) return st;
@@ -748,8 +755,11 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
     }
     r.step_list.push_back(std::move(info));
     if (verbose(1))
-      std::fprintf(stderr, "infera: %s -> %s %s\n", n.label().c_str(), st.backend->name(),
-                   st.kernel->impl_name().c_str());
+      std::fprintf(stderr, "%s\n",  // names from the model: one escaped, capped line (Status's rule)
+                   Status::error(StatusCode::kInternal,
+                                 "infera: " + n.label() + " -> " + st.backend->name() + " " + st.kernel->impl_name())
+                       .message()
+                       .c_str());
   }
   for (const PlanArena& a : p->arenas) {
     r.scratch_bytes += a.scratch_bytes;

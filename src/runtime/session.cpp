@@ -584,7 +584,7 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& path, const Se
   return guarded([&]() -> Result<std::unique_ptr<Session>> {
     auto make = [](std::unique_ptr<SessionImpl> i) { return std::unique_ptr<Session>(new Session(std::move(i))); };
     if (is_saved_plan_file(path)) return load_saved_plan_file(path, opts, make);  // saved_plan_session.cpp
-    auto g = import_onnx_file(path);
+    auto g = import_onnx_file(path, opts.limits);
     if (!g.is_ok()) return g.status().or_code(StatusCode::kInvalidModel);
     auto impl = std::make_unique<SessionImpl>();
     Status s = impl->init(g.take(), opts).or_code(StatusCode::kInvalidModel);
@@ -598,7 +598,7 @@ Result<std::unique_ptr<Session>> Session::load_from_memory(const std::string& by
   return guarded([&]() -> Result<std::unique_ptr<Session>> {
     auto make = [](std::unique_ptr<SessionImpl> i) { return std::unique_ptr<Session>(new Session(std::move(i))); };
     if (is_saved_plan(bytes)) return load_saved_plan(bytes, "<memory>", opts, make);
-    auto g = import_onnx_bytes(bytes, model_dir, "<memory>");
+    auto g = import_onnx_bytes(bytes, model_dir, "<memory>", opts.limits);
     if (!g.is_ok()) return g.status().or_code(StatusCode::kInvalidModel);
     auto impl = std::make_unique<SessionImpl>();
     Status s = impl->init(g.take(), opts).or_code(StatusCode::kInvalidModel);

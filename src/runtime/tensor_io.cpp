@@ -225,7 +225,7 @@ Status parse_npy_header(const std::string& text, NpyHeader& out) {
   return NpyHeaderParser(text).parse(out);
 }
 
-Result<Tensor> tensor_from_npy_bytes(const std::string& bytes, const std::string& path) {
+Result<Tensor> tensor_from_npy_bytes(const std::string& bytes, const std::string& path, const limits::Limits& lim) {
   auto bad = [&](const std::string& why) {
     return Status::error(StatusCode::kInvalidInput, path + ": invalid .npy file: " + why);
   };
@@ -250,13 +250,17 @@ Result<Tensor> tensor_from_npy_bytes(const std::string& bytes, const std::string
   Status st = parse_npy_header(bytes.substr(hstart, hlen), h);
   if (!st.is_ok()) return bad("header: " + st.message());
   if (h.fortran_order) return bad("Fortran order is not supported");
+  if (h.shape.size() > static_cast<size_t>(lim.max_rank))
+    return bad("shape of rank " + std::to_string(h.shape.size()) + " is more than the limit of " +
+               std::to_string(lim.max_rank) + limit_name("max_rank"));
   auto dt = npy_dtype(h.descr, path);
   if (!dt.is_ok()) return dt.status();
   int64_t n = 0;
-  if (!limits::checked_elements(h.shape.data(), h.shape.size(), n)) {
+  if (!limits::checked_elements(h.shape.data(), h.shape.size(), n) || n > lim.max_tensor_elements) {
     std::string dims;
     for (int64_t d : h.shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-    return bad("shape (" + dims + ") has more than 2^40 (" + std::to_string(limits::kMaxTensorElements) + ") elements");
+    return bad("shape (" + dims + ") has more than " + elements_limit_str(lim) + " elements" +
+               limit_name("max_tensor_elements"));
   }
   const size_t need = static_cast<size_t>(n) * dtype_size(dt.value());
   const size_t have = bytes.size() - hstart - hlen;
@@ -275,14 +279,19 @@ Result<Tensor> tensor_from_npy_bytes(const std::string& bytes, const std::string
   return out;
 }
 
-Result<Tensor> load_tensor_file(const std::string& path) {
-  auto read = read_binary_file(path, "input file", limits::kMaxTensorFileBytes);
+Result<Tensor> load_tensor_file_limited(const std::string& path, const limits::Limits& lim) {
+  Status s = check_limits(lim);
+  if (!s.is_ok()) return s;
+  auto read = read_binary_file(path, "input file", lim.max_tensor_file_bytes, "max_tensor_file_bytes");
   if (!read.is_ok()) return read.status();
   const std::string& bytes = read.value();
-  if (bytes.size() >= 6 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0) return tensor_from_npy_bytes(bytes, path);
-  if (path.size() >= 4 && path.substr(path.size() - 4) == ".npy") return tensor_from_npy_bytes(bytes, path);
-  return tensor_from_pb_bytes(bytes, path);
+  if (bytes.size() >= 6 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0)
+    return tensor_from_npy_bytes(bytes, path, lim);
+  if (path.size() >= 4 && path.substr(path.size() - 4) == ".npy") return tensor_from_npy_bytes(bytes, path, lim);
+  return tensor_from_pb_bytes(bytes, path, lim);
 }
+
+Result<Tensor> load_tensor_file(const std::string& path) { return load_tensor_file_limited(path, limits::Limits()); }
 
 // Written to a new temporary in the same folder (O_EXCL: never through a link planted there),
 // then renamed over path: readers see the old file or the whole new one, never half of it, and

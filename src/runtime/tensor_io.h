@@ -22,6 +22,12 @@ struct NpyHeader {
 Status parse_npy_header(const std::string& text, NpyHeader& out);
 
 // Decodes a whole .npy file held in memory (path is for messages). Bool bytes become 0/1.
-Result<Tensor> tensor_from_npy_bytes(const std::string& bytes, const std::string& path);
+// lim: rank and elements as a session limits them (the parser itself stops at the hard caps).
+Result<Tensor> tensor_from_npy_bytes(const std::string& bytes, const std::string& path, const limits::Limits& lim = {});
+
+// load_tensor_file under a session's limits: the file's size (max_tensor_file_bytes) before it is
+// read, rank and elements before the tensor is allocated. load_tensor_file is this with the
+// defaults.
+Result<Tensor> load_tensor_file_limited(const std::string& path, const limits::Limits& lim);
 
 }  // namespace infera

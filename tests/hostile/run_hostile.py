@@ -9,6 +9,9 @@ Needs onnx + numpy (PyPI). The cases are written to a temporary folder (nothing 
   answer  exit 0 and every listed output .npy equal to the numpy reference (exact: these are
           integer, bool or copy results)
   custom  a function judges the result (symlink at the output path)
+  usage   exit 2 (a usage error), one safe stderr line with `needle`
+  lines   exit 0, every stderr line safe (no control byte, <= 2100 bytes), `needle` in stderr;
+          tty=True runs it with stderr on a pseudo-terminal (bench's progress line)
 Prints PASS/FAIL per case, then `N passed, M failed`; exit 1 on any failure.
 """
 import argparse
@@ -58,6 +61,35 @@ def chain_model(op, n, extra_inputs=(), inits=(), shape=(1, 4), alternate=None):
     return m
 
 
+def run_on_pty(cmd, timeout):
+    """Runs cmd with stderr on a pseudo-terminal (isatty(2) is true), stdout captured."""
+    import pty
+    import select
+    master, slave = pty.openpty()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    err, deadline = b"", time.time() + timeout
+    while True:
+        r, _, _ = select.select([master], [], [], max(0.0, deadline - time.time()))
+        if not r:
+            p.kill()
+            p.wait()
+            os.close(master)
+            raise subprocess.TimeoutExpired(cmd, timeout)
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed its side
+            chunk = b""
+        if not chunk:
+            break
+        err += chunk
+    os.close(master)
+    out = p.stdout.read()
+    p.wait()
+    # A pty turns \n into \r\n: back to what the program wrote.
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err.replace(b"\r\n", b"\n"))
+
+
 def npy_bytes(header_text, payload):
     """A .npy v1.0 file with this header text (not validated) and payload."""
     h = header_text.encode("latin1")
@@ -92,9 +124,10 @@ class Suite:
                 f.write(data)
         return p
 
-    def add(self, name, what, args, kind, needle="", expect=None, timeout=20, judge=None, rlimits=None, env=None):
+    def add(self, name, what, args, kind, needle="", expect=None, timeout=20, judge=None, rlimits=None, env=None,
+            tty=False):
         self.cases.append(dict(name=name, what=what, args=args, kind=kind, needle=needle, expect=expect or {},
-                               timeout=timeout, judge=judge, rlimits=rlimits or {}, env=env or {}))
+                               timeout=timeout, judge=judge, rlimits=rlimits or {}, env=env or {}, tty=tty))
 
     def run_case(self, c):
         out_dir = os.path.join(self.root, c["name"], "out")
@@ -105,8 +138,11 @@ class Suite:
                 resource.setrlimit(res, (v, v))
         env = dict(os.environ, **c["env"]) if c["env"] else None
         try:
-            p = subprocess.run(cmd, capture_output=True, timeout=c["timeout"], stdin=subprocess.DEVNULL,
-                               preexec_fn=limits if c["rlimits"] else None, env=env)
+            if c["tty"]:
+                p = run_on_pty(cmd, c["timeout"])
+            else:
+                p = subprocess.run(cmd, capture_output=True, timeout=c["timeout"], stdin=subprocess.DEVNULL,
+                                   preexec_fn=limits if c["rlimits"] else None, env=env)
         except subprocess.TimeoutExpired:
             return "no answer within %d s (hang or quadratic time)" % c["timeout"], "", c["timeout"]
         secs = time.time() - t0
@@ -116,9 +152,24 @@ class Suite:
                 return "crash text %r" % t, err, secs
         if p.returncode < 0:
             return "killed by signal %d" % -p.returncode, err, secs
-        if c["kind"] == "refuse":
-            if p.returncode != 1:
-                return "exit %d, expected 1" % p.returncode, err, secs
+        if c["kind"] == "lines":
+            if p.returncode != 0:
+                return "exit %d, expected 0" % p.returncode, err, secs
+            # The program's own \r and ESC[K (tty progress) are allowed; nothing from the model.
+            raw = p.stderr.replace(b"\r\x1b[K", b"\n").replace(b"\x1b[K", b"").replace(b"\r", b"\n")
+            for line in raw.split(b"\n"):
+                bad = sorted({b for b in line if b < 0x20 or b == 0x7F})
+                if bad:
+                    return "a stderr line holds raw control bytes %s: %r" % (bad, line[:120]), err, secs
+                if len(line) > 2100:
+                    return "a stderr line is %d bytes (the cap is 2048)" % len(line), err, secs
+            if c["needle"] not in err:
+                return "stderr does not say %r" % c["needle"], err, secs
+            return None, err, secs
+        if c["kind"] in ("refuse", "usage"):
+            want_rc = 1 if c["kind"] == "refuse" else 2
+            if p.returncode != want_rc:
+                return "exit %d, expected %d" % (p.returncode, want_rc), err, secs
             # One safe line (issue 7): no control byte but the final newline, capped in length.
             raw = p.stderr
             bad = sorted({b for b in raw[:-1] if b < 0x20 or b == 0x7F})
@@ -359,6 +410,40 @@ def limit_cases(s):
     refuse("attribute_list_1m", "a Constant value_ints of 1.1 million elements", big, "more than the limit")
 
 
+def session_limit_cases(s):
+    # SessionOptions::limits through the --max-* flags: a small model that fits the defaults
+    # (answer), then each limit lowered just below what it needs (refused, naming the limit).
+    k = (np.arange(32, dtype=np.float32) * 0.25).reshape(1, 2, 4, 4)
+    m = model([helper.make_node("Transpose", ["x"], ["t"], perm=[0, 1, 3, 2], name="tr"),
+               helper.make_node("Add", ["t", "K"], ["y"], name="add")],
+              [vi("x", [1, 2, 4, 4])], [vi("y", None)], [numpy_helper.from_array(k, "K")])
+    name = "limits_default_loads"
+    mp = s.save(name, m)
+    x = RNG.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    f = s.file(name, "x.npy", x)
+    want = (x.transpose(0, 1, 3, 2) + k).astype(np.float32)
+    base = ["run", mp, "--input", "x=" + f, "--output-dir", "@OUT"]
+    s.add(name, "the limits' model with every limit at its default", base, "answer", expect={"y.npy": want})
+    s.add("limits_just_enough", "every --max-* flag at exactly what the model needs (K/M suffixes too)",
+          base + ["--max-model-bytes", "1K", "--max-nodes", "2", "--max-rank", "4", "--max-tensor-elements", "32",
+                  "--max-node-io", "2", "--max-attribute-elements", "4", "--max-nesting", "8",
+                  "--max-tensor-file-bytes", "1K"], "answer", expect={"y.npy": want})
+    for flag, value, needle in (("--max-model-bytes", "64", "(max_model_bytes)"),
+                                ("--max-nodes", "1", "(max_nodes)"),
+                                ("--max-rank", "3", "(max_rank)"),
+                                ("--max-tensor-elements", "16", "(max_tensor_elements)"),
+                                ("--max-node-io", "1", "(max_node_io)"),
+                                ("--max-attribute-elements", "3", "(max_attribute_elements)"),
+                                ("--max-nesting", "3", "(max_nesting)"),
+                                ("--max-tensor-file-bytes", "200", "(--max-tensor-file-bytes)")):
+        s.add("limits" + flag[5:].replace("-", "_"), "%s %s refuses a model (or input) that fits the default" %
+              (flag, value), base + [flag, value], "refuse", needle)
+    for flag, value in (("--max-rank", "33"), ("--max-nodes", "0"), ("--max-model-bytes", "3G"),
+                        ("--max-tensor-file-bytes", "12Q"), ("--max-nesting", "-1")):
+        s.add("limits_usage" + flag[5:].replace("-", "_"), "%s %s is past the constant or not a size" % (flag, value),
+              base + [flag, value], "usage", flag + " expects")
+
+
 def chain_cases(s):
     # Quadratic passes and planner: > 30 s (Identity: > 4 min) before.
     x = RNG.standard_normal((1, 4)).astype(np.float32)
@@ -434,6 +519,41 @@ def name_cases(s):
            ("--input", "no\x1b[2Jsuch\r=/nonexistent.npy"))
 
 
+def verbose_name_cases(s):
+    # --verbose prints a line per step with the node's name, and bench's progress line (on a
+    # terminal) the model's path: both escaped and capped like the error lines.
+    evil = "v\rb\x1b[31mred\x07bell\x1b]0;title\x07" + "N" * 100000
+    m = model([helper.make_node("Relu", ["x"], ["y"], name=evil)], [vi("x", [1, 4])], [vi("y", None)])
+    name = "verbose_hostile_node_name"
+    mp = s.save(name, m)
+    s.add(name, "--verbose with a 100 KB node name holding CR, ESC sequences and BEL",
+          ["run", mp, "--verbose", "--output-dir", "@OUT"], "lines", "\\x1B[31mred\\x07bell")
+    name = "bench_progress_hostile_path"
+    relu = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [1, 4])], [vi("y", None)])
+    mp = s.save(name, relu, fname="m\x1b]0;pwned\x07\r.onnx")
+    s.add(name, "bench on a terminal, the model path holding ESC, BEL and CR",
+          ["bench", mp, "--iterations", "3", "--warmup", "1"], "lines", "\\x1B]0;pwned\\x07", tty=True)
+
+
+def calib_cache_cases(s):
+    # fuzz_calib_cache: an amax finite as a double but past FLT_MAX was accepted and became an
+    # Inf scale in the quantized model; the cache is checked against the model's sha256 first,
+    # so this one matches the model.
+    import hashlib
+    import json
+    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    m = model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])],
+              [vi("x", [1, 3, 8, 8])], [vi("y", None)], [w])
+    name = "calib_cache_amax_past_float"
+    mp = s.save(name, m)
+    sha = hashlib.sha256(open(mp, "rb").read()).hexdigest()
+    cache = {"format": "infera-calibration-cache-1", "model_sha256": sha, "method": "minmax",
+             "tensors": {"x": {"amax": 1.1e72}, "y": {"amax": 2.0}}}
+    cf = s.file(name, "cache.json", json.dumps(cache).encode())
+    s.add(name, "a calibration cache whose amax (1.1e72) overflows a float",
+          ["quantize", mp, "--calib-cache", cf, "-o", "@OUT/q.onnx"], "refuse", "at most 3.4e38")
+
+
 def rlimit_cases(s):
     # Worker stacks that RLIMIT_AS cannot hold: libgomp ended the process with its own message.
     relu = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [4])], [vi("y", None)])
@@ -503,8 +623,9 @@ def main():
     passed = failed = skipped = 0
     with tempfile.TemporaryDirectory(prefix="infera-hostile-") as root:
         s = Suite(root, os.path.abspath(args.infera))
-        for make in (npy_cases, bool_cases, omitted_output_cases, symlink_cases, limit_cases, chain_cases,
-                     wide_cases, name_cases, gemm_chain_cases, rlimit_cases):
+        for make in (npy_cases, bool_cases, omitted_output_cases, symlink_cases, limit_cases, session_limit_cases,
+                     chain_cases, wide_cases, name_cases, verbose_name_cases, calib_cache_cases, gemm_chain_cases,
+                     rlimit_cases):
             make(s)
         for c in s.cases:
             if args.k and args.k not in c["name"]:

@@ -15,6 +15,7 @@
 
 #include "frontend/onnx/import.h"
 #include "infera/limits.h"
+#include "onnx_model_builder.h"
 #include "op_test_util.h"
 #include "passes/passes.h"
 #include "passes/rewrite.h"
@@ -246,68 +247,9 @@ TEST(SaveNpy, FailuresLeaveNoFileBehind) {
 
 // ------------------------------------------------------------------------------ models
 
-struct ModelBuilder {
-  onnx::ModelProto m;
-  onnx::GraphProto* g;
-  explicit ModelBuilder(int64_t opset = 13) {
-    m.set_ir_version(8);
-    m.add_opset_import()->set_version(opset);
-    g = m.mutable_graph();
-    g->set_name("hardening");
-  }
-  void input(const std::string& name, std::vector<int64_t> dims, int elem = onnx::TensorProto::FLOAT) {
-    auto* in = g->add_input();
-    in->set_name(name);
-    in->mutable_type()->mutable_tensor_type()->set_elem_type(elem);
-    auto* s = in->mutable_type()->mutable_tensor_type()->mutable_shape();
-    for (int64_t d : dims) s->add_dim()->set_dim_value(d);
-  }
-  void output(const std::string& name) { g->add_output()->set_name(name); }
-  onnx::NodeProto* node(const std::string& op, std::vector<std::string> ins, std::vector<std::string> outs,
-                        const std::string& name = "") {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(name.empty() ? op + std::to_string(g->node_size()) : name);
-    for (auto& i : ins) n->add_input(i);
-    for (auto& o : outs) n->add_output(o);
-    return n;
-  }
-  void floats(const std::string& name, std::vector<int64_t> dims, std::vector<float> v) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    for (float f : v) t->add_float_data(f);
-  }
-  void ints(const std::string& name, std::vector<int64_t> v) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::INT64);
-    t->add_dims(static_cast<int64_t>(v.size()));
-    for (int64_t i : v) t->add_int64_data(i);
-  }
-  Result<std::unique_ptr<Session>> load(bool optimize = true, bool dnnl = true) const {
-    SessionOptions o;
-    o.optimize = optimize;
-    if (!dnnl) o.backends = {"ref"};
-    o.num_threads = 1;
-    return Session::load_from_memory(m.SerializeAsString(), "", o);
-  }
-};
-
-void set_int(onnx::NodeProto* n, const std::string& k, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(k);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-void set_ints(onnx::NodeProto* n, const std::string& k, std::vector<int64_t> v) {
-  auto* a = n->add_attribute();
-  a->set_name(k);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t i : v) a->add_ints(i);
-}
-
+using test::ModelBuilder;
+using test::set_int;
+using test::set_ints;
 // Every (optimize, backend) combination a user can pick.
 const std::pair<bool, bool> kModes[] = {{true, true}, {true, false}, {false, true}, {false, false}};
 
@@ -457,6 +399,19 @@ TEST(FuzzRegressions, ConvPerAxisAttributeShorterThanTheRank) {
               std::string::npos)
         << s.message();
   }
+}
+
+TEST(FuzzRegressions, SplitSizesWhoseSumOverflows) {
+  // fuzz_model (UBSan): 'split' sizes near 2^63 overflowed int64 while being summed.
+  ModelBuilder b;
+  b.input("x", {4});
+  b.ints("sp", {8287186264315133954, 7278391443046140464});
+  b.node("Split", {"x", "sp"}, {"a", "c"}, "split");
+  b.output("a");
+  b.output("c");
+  auto s = b.load();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("sums to more than 2^40"), std::string::npos) << s.message();
 }
 
 TEST(FuzzRegressions, ExternalDataCheckedBeforeAllocating) {

@@ -186,5 +186,118 @@ TEST(NanSemantics, MaxPoolWithNaN) {
   check_case(g, "GlobalMaxPool with NaN", {});
 }
 
+// Activations fused into a Conv or Gemm ran as oneDNN post-ops, whose Relu/Clip/HardSigmoid map
+// NaN to the bound: now a NaN-keeping loop after the primitive. NaN only (no Inf) and sparse, so
+// that outputs with and without NaN in their window are both present; 1x1 and strided 3x3
+// kernels, where oneDNN has no Winograd (whose tiles would spread a NaN to neighbours).
+TEST(NanSemantics, ActivationsFusedIntoConvKeepNaN) {
+  struct A {
+    const char* act;
+    float alpha, beta;
+  };
+  const A acts[] = {{"", 0, 0},
+                    {"Relu", 0, 0},
+                    {"Clip", -0.5f, 0.7f},
+                    {"Clip", 0.f, 6.f},
+                    {"HardSigmoid", .3f, .4f},
+                    {"LeakyRelu", .1f, 0},
+                    {"Sigmoid", 0, 0},
+                    {"Tanh", 0, 0},
+                    {"Elu", .3f, 0},
+                    {"HardSwish", 0, 0},
+                    {"Selu", 0, 0},
+                    {"Softplus", 0, 0}};
+  struct S {
+    std::vector<int64_t> x, w;
+    std::vector<int64_t> strides, pads;
+  };
+  const S shapes[] = {{{1, 20, 9, 9}, {24, 20, 1, 1}, {1, 1}, {0, 0, 0, 0}},  // 24: a padded 16-block
+                      {{2, 16, 10, 10}, {32, 16, 3, 3}, {2, 2}, {1, 1, 1, 1}}};
+  uint32_t seed = 7300;
+  for (const A& a : acts)
+    for (const S& sh : shapes)
+      for (bool residual : {false, true}) {
+        OpCase c;
+        c.op = "FusedConv";
+        c.domain = "com.infera";
+        c.attrs = {{"strides", attr_ints(sh.strides)}, {"pads", attr_ints(sh.pads)}};
+        if (*a.act) c.attrs["activation"] = attr_s(a.act);
+        if (a.alpha != 0 || a.beta != 0) {
+          c.attrs["activation_alpha"] = attr_f(a.alpha);
+          if (std::string(a.act) != "Elu" && std::string(a.act) != "LeakyRelu")
+            c.attrs["activation_beta"] = attr_f(a.beta);
+        }
+        Tensor x = random_tensor(sh.x, seed++);
+        for (int64_t i = 0; i < x.numel(); i += 211) x.data_as<float>()[i] = kNaN;
+        c.inputs = {x, random_tensor(sh.w, seed++, -0.2f, 0.2f), random_tensor({sh.w[0]}, seed++)};
+        c.const_inputs = {1, 2};
+        auto y = run_op("Conv", {{"strides", attr_ints(sh.strides)}, {"pads", attr_ints(sh.pads)}},
+                        {c.inputs[0], c.inputs[1]}, 1, 17, {1});
+        ASSERT_TRUE(y.is_ok()) << y.message();
+        if (residual) c.inputs.push_back(random_tensor(y.value()[0].dims(), seed++));
+        auto ref = run_op(c.op, c.attrs, c.inputs, 1, 17, c.const_inputs, c.domain);
+        ASSERT_TRUE(ref.is_ok()) << ref.message();
+        int64_t nans = 0;
+        const Tensor& r = ref.value()[0];
+        for (int64_t i = 0; i < r.numel(); ++i) nans += std::isnan(r.data_as<float>()[i]);
+        const std::string what = std::string("FusedConv+") + a.act + " " + Shape::of(sh.x).str() + " W" +
+                                 Shape::of(sh.w).str() + (residual ? " +Z" : "") + " with NaN";
+        EXPECT_GT(nans, 0) << what << ": the reference must propagate NaN";
+        EXPECT_LT(nans, r.numel()) << what << ": every output NaN tests nothing";
+        check_case(c, what, {"dnnl"});
+      }
+}
+
+TEST(NanSemantics, FusedConvWhoseInfInputsSumToNaN) {
+  // No NaN in X: at pixel 0 both channels are +Inf and W[m] = (1, -1): Inf - Inf = NaN before
+  // the activation, where the post-ops would give 0 (Relu) or 0 (Clip(0, 6)). The guard must see
+  // Inf too. (Finite sums that overflow are not tested: oneDNN accumulates with FMA, where
+  // Inf + finite stays Inf, and the reference multiplies then adds: they differ before any
+  // activation.)
+  for (const char* act : {"Relu", "Clip", "HardSigmoid"}) {
+    OpCase c;
+    c.op = "FusedConv";
+    c.domain = "com.infera";
+    c.attrs = {{"activation", attr_s(act)}};
+    if (std::string(act) != "Relu") {
+      c.attrs["activation_alpha"] = attr_f(std::string(act) == "Clip" ? 0.f : 0.3f);
+      c.attrs["activation_beta"] = attr_f(std::string(act) == "Clip" ? 6.f : 0.4f);
+    }
+    Tensor x = random_tensor({1, 2, 3, 3}, 7500);
+    x.data_as<float>()[0] = kInf;
+    x.data_as<float>()[9] = kInf;
+    c.inputs = {x,
+                make_tensor<float>(DataType::kFloat32, {4, 2, 1, 1}, {1.f, -1.f, 2.f, -2.f, 0.5f, -0.5f, 3.f, -3.f})};
+    c.const_inputs = {1};
+    auto ref = run_op(c.op, c.attrs, c.inputs, 1, 17, c.const_inputs, c.domain);
+    ASSERT_TRUE(ref.is_ok()) << ref.message();
+    EXPECT_TRUE(std::isnan(ref.value()[0].data_as<float>()[0])) << "reference: Inf - Inf";
+    EXPECT_FALSE(std::isnan(ref.value()[0].data_as<float>()[1]));
+    check_case(c, std::string("FusedConv+") + act + " whose Inf inputs sum to NaN", {"dnnl"});
+  }
+}
+
+TEST(NanSemantics, ActivationsFusedIntoGemmKeepNaN) {
+  uint32_t seed = 7400;
+  for (const char* act : {"Relu", "Clip", "HardSigmoid", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "HardSwish"}) {
+    OpCase c;
+    c.op = "FusedGemm";
+    c.domain = "com.infera";
+    c.attrs = {{"activation", attr_s(act)}};
+    if (std::string(act) == "Clip" || std::string(act) == "HardSigmoid") {
+      c.attrs["activation_alpha"] = attr_f(std::string(act) == "Clip" ? -0.5f : 0.3f);
+      c.attrs["activation_beta"] = attr_f(std::string(act) == "Clip" ? 0.7f : 0.4f);
+    }
+    Tensor a = random_tensor({6, 12}, seed++);
+    a.data_as<float>()[13] = kNaN;  // row 1: every output of that row is NaN
+    c.inputs = {a, random_tensor({12, 7}, seed++), random_tensor({7}, seed++)};
+    c.const_inputs = {1, 2};
+    auto ref = run_op(c.op, c.attrs, c.inputs, 1, 17, c.const_inputs, c.domain);
+    ASSERT_TRUE(ref.is_ok()) << ref.message();
+    EXPECT_TRUE(std::isnan(ref.value()[0].data_as<float>()[7])) << act << ": reference row 1";
+    check_case(c, std::string("FusedGemm+") + act + " with NaN", {"dnnl"});
+  }
+}
+
 }  // namespace
 }  // namespace infera::test

@@ -1,5 +1,6 @@
 // Argument parsing, per-command help and did-you-mean, all from the commands' option tables.
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -31,29 +32,6 @@ long long Args::get_int(const std::string& k, long long dflt, long long lo, long
   return x;
 }
 
-unsigned long long Args::get_bytes(const std::string& k, unsigned long long dflt, unsigned long long lo,
-                                   unsigned long long hi) {
-  if (!has(k)) return dflt;
-  const std::string v = get(k);
-  size_t digits = 0;
-  while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
-  const std::string unit = v.substr(digits);
-  const int shift = unit.empty() || unit == "B"    ? 0
-                    : unit == "K" || unit == "KiB" ? 10
-                    : unit == "M" || unit == "MiB" ? 20
-                    : unit == "G" || unit == "GiB" ? 30
-                    : unit == "T" || unit == "TiB" ? 40
-                                                   : -1;
-  errno = 0;
-  const unsigned long long x = digits && digits <= 19 ? std::strtoull(v.substr(0, digits).c_str(), nullptr, 10) : 0;
-  if (!digits || digits > 19 || shift < 0 || errno == ERANGE || x > (hi >> shift) || (x << shift) < lo) {
-    error(k + " expects a size in bytes (digits, optional K/M/G/T suffix) in [" + std::to_string(lo) + ", " +
-          std::to_string(hi) + "], got '" + v + "'");
-    return dflt;
-  }
-  return x << shift;
-}
-
 double Args::get_double(const std::string& k, double dflt, double lo, double hi) {
   if (!has(k)) return dflt;
   std::string v = get(k);
@@ -63,6 +41,33 @@ double Args::get_double(const std::string& k, double dflt, double lo, double hi)
     char range[96];
     snprintf(range, sizeof range, "[%g, %g]", lo, hi);
     error(k + " expects a number in " + range + ", got '" + v + "'");
+    return dflt;
+  }
+  return x;
+}
+
+long long Args::get_size(const std::string& k, long long dflt, long long lo, long long hi) {
+  if (!has(k)) return dflt;
+  const std::string v = get(k);
+  size_t i = 0;
+  long long x = 0;
+  bool ok = !v.empty() && std::isdigit(static_cast<unsigned char>(v[0]));
+  for (; ok && i < v.size() && std::isdigit(static_cast<unsigned char>(v[i])); ++i) {
+    if (x > (hi - (v[i] - '0')) / 10) ok = false;  // past hi (and far from overflowing)
+    x = x * 10 + (v[i] - '0');
+  }
+  if (ok && i < v.size()) {
+    const std::string units = "KMGT";
+    const size_t u = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(v[i]))));
+    ok = u != std::string::npos && i + 1 == v.size();
+    for (size_t n = 0; ok && n <= u; ++n) {
+      if (x > hi / 1024) ok = false;
+      x *= 1024;
+    }
+  }
+  if (!ok || x < lo || x > hi) {
+    error(k + " expects a size in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+          "] (digits, optionally followed by K, M, G or T for 2^10, 2^20, 2^30, 2^40), got '" + v + "'");
     return dflt;
   }
   return x;
@@ -320,6 +325,22 @@ std::vector<OptSpec> session_opt_specs() {
       {"--arena-extend", "MODE",
        "next_power_of_two | same_as_requested: arena blocks rounded up to a\npower of two (reused across batch "
        "sizes) or exact (default same_as_requested)"},
+      // Limits on what is read from the model and tensor files (docs/limits.md): each may be
+      // lowered, none raised past the default.
+      {"--max-model-bytes", "SIZE",
+       "largest model file (K/M/G suffixes; default and most " + std::to_string(limits::kMaxModelBytes) + ")"},
+      {"--max-nodes", "N",
+       "most nodes, initializers, inputs, outputs or value_info entries of\na graph (default and most " +
+           std::to_string(limits::kMaxNodes) + ")"},
+      {"--max-rank", "N", "most dimensions of a tensor (default and most " + std::to_string(limits::kMaxRank) + ")"},
+      {"--max-tensor-elements", "N", "most elements of one tensor (K/M/G/T suffixes; default and most 2^40)"},
+      {"--max-node-io", "N",
+       "most inputs or outputs of one node (default and most " + std::to_string(limits::kMaxNodeIo) + ")"},
+      {"--max-attribute-elements", "N",
+       "most elements of a list attribute (default and most " + std::to_string(limits::kMaxAttributeElements) + ")"},
+      {"--max-nesting", "N",
+       "deepest protobuf message nesting (default and most " + std::to_string(limits::kMaxNesting) + ")"},
+      {"--max-tensor-file-bytes", "SIZE", "largest --input tensor file (K/M/G suffixes; default and most 16G)"},
   };
 }
 

@@ -19,6 +19,9 @@ struct CalibCache {
   CalibrationTable table;
 };
 Result<CalibCache> read_calib_cache(const std::string& path);
+// The same from the file's text (path for messages): refuses anything but the cache's JSON shape
+// with one line, never throws (tests/fuzz/fuzz_calib_cache.cpp).
+Result<CalibCache> parse_calib_cache(const std::string& text, const std::string& path);
 Status write_calib_cache(const std::string& path, const CalibCache& c);
 
 // The whole of `quantize`: the table from the cache (checked against the model and method) or by

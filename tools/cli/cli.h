@@ -45,10 +45,9 @@ struct Args {
   // Parse numeric options; a bad or out-of-range value records a usage error stating the range.
   long long get_int(const std::string& k, long long dflt, long long lo, long long hi);
   double get_double(const std::string& k, double dflt, double lo, double hi);
-  // A byte count: digits with an optional K, M, G or T suffix (powers of 1024; "512M", "8G"), in
-  // [lo, hi]; anything else records a usage error.
-  unsigned long long get_bytes(const std::string& k, unsigned long long dflt, unsigned long long lo,
-                               unsigned long long hi);
+  // A size: digits with an optional binary suffix K, M, G or T (64M = 64 * 2^20); the range as
+  // get_int's.
+  long long get_size(const std::string& k, long long dflt, long long lo, long long hi);
   void error(const std::string& msg) {
     if (usage_error.empty()) usage_error = msg;
   }
@@ -123,6 +122,11 @@ struct ResolvedShapes {
 Result<ResolvedShapes> resolve_shapes(const Session& s, const ShapeRequest& req);
 // A hint when dims look like NHWC data for an NCHW input, else "".
 std::string nhwc_hint(const IoInfo& io, const std::vector<int64_t>& dims);
+
+// A tensor file read under the session's limits (--max-tensor-file-bytes before reading,
+// --max-rank and --max-tensor-elements of what it holds): every tensor file the CLI reads for a
+// session goes through this.
+Result<Tensor> load_tensor_limited(const std::string& path, const limits::Limits& lim);
 
 // Seeded random tensor for an input (floats uniform in [-1,1), ints in [0,10), bools).
 Result<Tensor> random_input(const IoInfo& io, const std::vector<int64_t>& dims, uint32_t seed);

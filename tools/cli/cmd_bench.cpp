@@ -319,7 +319,8 @@ int cmd_bench(int argc, char** argv) {
     if (!st.is_ok()) return fail("--json " + st.message());
   }
 
-  if (progress) fprintf(stderr, "loading %s...\r", model.c_str());
+  // The path comes from argv and may hold anything (ESC, CR): the error lines' escaping and cap.
+  if (progress) fprintf(stderr, "loading %s...\r", safe_line(model).c_str());
   const auto load_t0 = Clock::now();
   auto sess = Session::load(model, opts);
   if (progress) fprintf(stderr, "\033[K");
@@ -360,8 +361,9 @@ int cmd_bench(int argc, char** argv) {
 
   if (!quiet) {
     fprintf(out, "infera bench %s, %s\n", version(), meta.date.c_str());
-    fprintf(out, "model      %s (%s%s%s, load %.1f ms)\n", model.c_str(), bytes_str(meta.model_bytes).c_str(),
-            meta.model_sha256.empty() ? "" : ", sha256 ", meta.model_sha256.c_str(), load_ms);
+    fprintf(out, "model      %s (%s%s%s, load %.1f ms)\n", safe_line(model).c_str(),
+            bytes_str(meta.model_bytes).c_str(), meta.model_sha256.empty() ? "" : ", sha256 ",
+            meta.model_sha256.c_str(), load_ms);
     fprintf(out, "device     %s, precision %s, backends %s, graph passes %s\n", meta.device.c_str(),
             meta.precision.c_str(), meta.backends.c_str(), opts.optimize ? "on" : "off");
     fprintf(out, "threads    %d%s\n", meta.threads, opts.num_threads > 0 ? "" : " (all logical cores)");

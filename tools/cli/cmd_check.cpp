@@ -97,7 +97,7 @@ void run_test(const std::string& dir, const SessionOptions& opts, double rtol, d
                     std::to_string(s.inputs().size()) + " inputs");
     std::map<std::string, Tensor> inputs;
     for (auto& [i, path] : in_files) {
-      auto t = load_tensor_file(path);
+      auto t = load_tensor_limited(path, s.options().limits);
       if (!t.is_ok()) return failed(t.message());
       inputs[s.inputs()[static_cast<size_t>(i)].name] = t.take();
     }
@@ -107,7 +107,7 @@ void run_test(const std::string& dir, const SessionOptions& opts, double rtol, d
       return failed(ds + ": model gives " + std::to_string(outs.value().size()) + " outputs, test expects " +
                     std::to_string(out_files.size()));
     for (auto& [o, path] : out_files) {
-      auto want = load_tensor_file(path);
+      auto want = load_tensor_limited(path, s.options().limits);
       if (!want.is_ok()) return failed(want.message());
       const size_t j = static_cast<size_t>(o);
       OutputResult out{ds,

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -104,11 +105,23 @@ void session_options(Args& a, SessionOptions& o) {
        std::vector<std::pair<const char*, W>>{{"on", W::kOn}, {"off", W::kOff}, {"auto", W::kAuto}});
   pick("--search", o.search,
        std::vector<std::pair<const char*, S>>{{"fast", S::kFast}, {"exhaustive", S::kExhaustive}, {"off", S::kOff}});
-  o.memory_budget_bytes = static_cast<size_t>(a.get_bytes("--memory-budget", 0, 1, SIZE_MAX));
+  o.memory_budget_bytes = static_cast<size_t>(a.get_size("--memory-budget", 0, 1, LLONG_MAX));
   using E = SessionOptions::ArenaExtend;
   pick("--arena-extend", o.arena_extend,
        std::vector<std::pair<const char*, E>>{{"next_power_of_two", E::kNextPowerOfTwo},
                                               {"same_as_requested", E::kSameAsRequested}});
+  // The --max-* limits: one flag per SessionOptions::limits field, in [1, the constant].
+  limits::Limits& lim = o.limits;
+  lim.max_model_bytes = a.get_size("--max-model-bytes", lim.max_model_bytes, 1, limits::kMaxModelBytes);
+  lim.max_tensor_file_bytes =
+      a.get_size("--max-tensor-file-bytes", lim.max_tensor_file_bytes, 1, limits::kMaxTensorFileBytes);
+  lim.max_tensor_elements = a.get_size("--max-tensor-elements", lim.max_tensor_elements, 1, limits::kMaxTensorElements);
+  lim.max_rank = static_cast<int>(a.get_int("--max-rank", lim.max_rank, 1, limits::kMaxRank));
+  lim.max_nodes = a.get_int("--max-nodes", lim.max_nodes, 1, limits::kMaxNodes);
+  lim.max_node_io = a.get_int("--max-node-io", lim.max_node_io, 1, limits::kMaxNodeIo);
+  lim.max_attribute_elements =
+      a.get_int("--max-attribute-elements", lim.max_attribute_elements, 1, limits::kMaxAttributeElements);
+  lim.max_nesting = static_cast<int>(a.get_int("--max-nesting", lim.max_nesting, 1, limits::kMaxNesting));
   if (a.has("--verbose")) {
     o.verbose = 1;
     // Until every part of the library reads SessionOptions::verbose, the environment variable

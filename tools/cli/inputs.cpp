@@ -1,4 +1,6 @@
 // Input tensors: --input NAME=PATH files (checked against the model) and seeded random data.
+#include <sys/stat.h>
+
 #include <random>
 #include <set>
 
@@ -41,7 +43,7 @@ Result<std::map<std::string, FileInput>> load_file_inputs(const Session& s, cons
     if (files.count(name))
       return Status::error(StatusCode::kInvalidInput, "input '" + name + "' given twice (--input " + files[name].path +
                                                           " and --input " + path + ")");
-    auto t = load_tensor_file(path);
+    auto t = load_tensor_limited(path, s.options().limits);
     if (!t.is_ok()) return t.status();
     if (t.value().dtype() != io->dtype)
       return Status::error(StatusCode::kInvalidInput, "input '" + name + "' takes " + dtype_name(io->dtype) + "; " +
@@ -49,6 +51,29 @@ Result<std::map<std::string, FileInput>> load_file_inputs(const Session& s, cons
     files[name] = FileInput{path, t.take()};
   }
   return files;
+}
+
+Result<Tensor> load_tensor_limited(const std::string& path, const limits::Limits& lim) {
+  // The CLI has the public API only: the file's size is checked here before load_tensor_file
+  // reads it (which bounds what reading may allocate), rank and elements of what it held after.
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > lim.max_tensor_file_bytes)
+    return Status::error(StatusCode::kInvalidInput, path + ": tensor file of " + std::to_string(st.st_size) +
+                                                        " bytes is larger than the limit of " +
+                                                        std::to_string(lim.max_tensor_file_bytes) +
+                                                        " bytes (--max-tensor-file-bytes)");
+  auto t = load_tensor_file(path);
+  if (!t.is_ok()) return t.status();
+  const auto& d = t.value().dims();
+  if (d.size() > static_cast<size_t>(lim.max_rank))
+    return Status::error(StatusCode::kInvalidInput, path + ": tensor of rank " + std::to_string(d.size()) +
+                                                        " is more than the limit of " + std::to_string(lim.max_rank) +
+                                                        " (--max-rank)");
+  if (t.value().numel() > lim.max_tensor_elements)
+    return Status::error(StatusCode::kInvalidInput, path + ": tensor " + shape_str(d) + " has more than " +
+                                                        std::to_string(lim.max_tensor_elements) +
+                                                        " elements (--max-tensor-elements)");
+  return t;
 }
 
 Result<Tensor> random_input(const IoInfo& io, const std::vector<int64_t>& dims, uint32_t seed) {

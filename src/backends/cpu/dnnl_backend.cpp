@@ -219,7 +219,9 @@ Status DnnlKernel::run(ComputeContext& ctx) const {
         return ctx.error("oneDNN kernel: no buffer for %s %d", s.kind == Kind::kOutput ? "output" : "input", s.index);
       st->mems[i].set_data_handle(p);
     }
-    for (size_t i = 0; i < steps_.size(); ++i) {
+    const bool alt = use_alt_ && use_alt_(ctx);
+    const size_t first = alt ? split_ : 0, last = alt ? steps_.size() : std::min(split_, steps_.size());
+    for (size_t i = first; i < last; ++i) {
       if (st->scratchpads[i]) st->scratchpads[i].set_data_handle(scratch + temp_bytes_);
       const auto& a = st->args[i];
       dnnl_status_t rc =
@@ -227,7 +229,8 @@ Status DnnlKernel::run(ComputeContext& ctx) const {
       if (rc != dnnl_success) return ctx.error("oneDNN: primitive execution failed (status %d)", static_cast<int>(rc));
     }
     st->stream.wait();
-    if (after_) after_(ctx);
+    const auto& after = alt ? alt_after_ : after_;
+    if (after) after(ctx);
   } catch (const dnnl::error& e) {
     return ctx.error("oneDNN: %s", e.what());
   }

@@ -9,10 +9,12 @@
 
 #include <cfloat>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <tuple>
 
 #include "backends/cpu/dnnl_internal.h"
 #include "ops/conv.h"
@@ -28,6 +30,9 @@ struct ConvPlan {
   int64_t group = 1;
   bool has_bias = false, has_z = false;
   std::vector<EltOp> act;
+  // Relu/Clip/HardSigmoid, whose post-ops map NaN to a bound (nan_safe): guarded (conv_create).
+  bool nan_guard = false;
+  Activation loop_act;  // the activation as activation_after runs it
 };
 
 bool plan_conv(const StepRequest& req, ConvPlan& p) {
@@ -70,7 +75,10 @@ bool plan_conv(const StepRequest& req, ConvPlan& p) {
   if (op->fused()) {
     p.has_z = req.has_in(3);
     if (p.has_z && req.in_dims(3) != y) return false;
-    if (!eltwise_chain(op->activation(), p.act)) return false;
+    const Activation& a = op->activation();
+    if (!eltwise_chain(a, p.act)) return false;
+    p.loop_act = a.kind == ActKind::kLeakyRelu && a.alpha == 0.f ? activation_default(ActKind::kRelu) : a;
+    p.nan_guard = !nan_safe(a);
   } else if (req.inputs.size() > 3) {
     return false;
   }
@@ -200,7 +208,10 @@ ConvPick pick_algorithm(const StepRequest& req, const ConvPlan& p, bool four, Fo
     forced_note = std::string("--conv-algo winograd: oneDNN has no Winograd for this conv") +
                   (wino_shape ? " on this ISA" : " (3x3, stride 1, dilation 1, group 1 only)") + "; using direct";
   if (!forced_note.empty() && req.verbose >= 1)
-    std::fprintf(stderr, "infera: tune: node '%s': %s\n", req.node->name.c_str(), forced_note.c_str());
+    std::fprintf(stderr, "%s\n",  // the node name from the model: one escaped, capped line
+                 Status::error(StatusCode::kInternal, "infera: tune: node '" + req.node->name + "': " + forced_note)
+                     .message()
+                     .c_str());
   // "direct" is oneDNN's direct algorithm where it was chosen over Winograd (timed or forced);
   // else convolution_auto, as before the search (the same kernels for shapes without Winograd).
   auto use = [&](const std::string& n, bool chosen) {
@@ -251,8 +262,11 @@ ConvPick pick_algorithm(const StepRequest& req, const ConvPlan& p, bool four, Fo
   use(choice.best(), true);
   pick.note = " [" + choice.best() + ": " + choice.summary() + "]";
   if (req.verbose >= 1)
-    std::fprintf(stderr, "infera: tune: node '%s' conv: %s (%s)\n", req.node->name.c_str(), choice.best().c_str(),
-                 choice.summary().c_str());
+    std::fprintf(stderr, "%s\n",  // the node name from the model: one escaped, capped line
+                 Status::error(StatusCode::kInternal, "infera: tune: node '" + req.node->name +
+                                                          "' conv: " + choice.best() + " (" + choice.summary() + ")")
+                     .message()
+                     .c_str());
   return pick;
 }
 
@@ -282,13 +296,13 @@ std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req) {
       p.has_z ? md_of(p.y, req.inputs[3]->shape.rank() == 4 ? req.in_format(3) : Format::kPlain) : memory::desc();
   // residual: 0 none, 1 sum post-op, 2 binary-add post-op reading Z.
   algorithm alg = algorithm::convolution_auto;
-  auto make_pd = [&](Format sl, Format dl, int residual) {
+  auto make_pd = [&](Format sl, Format dl, int residual, bool with_act = true) {
     convolution_forward::desc d(prop_kind::forward_inference, alg, md_of(p.x, sl), w_any, b_md, md_of(p.y, dl),
                                 p.strides, p.dilates, p.pad_l, p.pad_r);
     post_ops po;
     if (residual == 1) po.append_sum(1.f);
     if (residual == 2) po.append_binary(algorithm::binary_add, z_md);
-    append_eltwise_ops(po, p.act);
+    if (with_act) append_eltwise_ops(po, p.act);
     primitive_attr attr;
     attr.set_post_ops(po);
     return convolution_forward::primitive_desc(d, user_scratchpad(attr), engine());
@@ -314,51 +328,124 @@ std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req) {
   else if (alg != algorithm::convolution_auto)
     pd = make_pd(cs, cd, residual);
 
-  auto k = std::make_unique<DnnlKernel>(p.has_z || !p.act.empty() ? "dnnl fused conv" : "dnnl conv");
-  k->set_impl(pd.impl_info_str() + std::string(cs != ls || cd != ld ? " (via reorders)" : "") + pick.note);
+  // oneDNN's gemm-based conv applies post-ops in its own kernel, whose logistic maps NaN to a
+  // number (measured, oneDNN 2.6; its jit convs keep NaN): there the eltwise chain runs as eltwise
+  // primitives on the conv's output instead, or as our loop for the NaN-dropping ones (a slow path
+  // already: odd shapes, plain formats).
+  std::vector<EltOp> separate;
+  bool loop_always = false;
+  if (!p.act.empty() && std::string(pd.impl_info_str()).find("gemm") != std::string::npos) {
+    if (p.nan_guard)
+      loop_always = true;
+    else
+      separate = p.act;
+    p.act.clear();
+    pd = make_pd(cs, cd, residual);
+  }
+  const bool guarded = p.nan_guard && !loop_always;
+  auto k = std::make_unique<DnnlKernel>(
+      p.has_z || !p.act.empty() || loop_always || !separate.empty() ? "dnnl fused conv" : "dnnl conv");
+  std::string impl = pd.impl_info_str() + std::string(cs != ls || cd != ld ? " (via reorders)" : "") + pick.note;
+  if (!separate.empty()) impl += " + eltwise primitives";
+  if (loop_always) impl += std::string(" + ") + activation_name(p.loop_act.kind) + " loop (NaN kept)";
+  if (guarded) impl += " (NaN guard)";
+  k->set_impl(impl);
   const memory::format_tag wtag = p.group > 1 ? memory::format_tag::goihw : memory::format_tag::oihw;
   memory w_user(memory::desc(p.w, memory::data_type::f32, wtag), engine(),
                 const_cast<void*>(req.inputs[1]->value->data()));
   memory w = reorder_owned(*k, w_user, pd.weights_desc());
-  memory src = input_as(*k, 0, md_of(p.x, ls), pd.src_desc());
-  OutputAs out = output_as(*k, 0, md_of(p.y, ld), pd.dst_desc());
-  memory dst = out.compute;
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
-  if (p.has_bias) args[DNNL_ARG_BIAS] = k->bind_input(2, b_md);
-  if (!p.has_z) {
-    k->add_step(convolution_forward(pd), args);
-  } else if (dst.get() != out.bound.get()) {
-    // Computing in a temporary: copy Z into it, sum, reorder into Y.
-    memory z = k->bind_input(3, z_md);
-    k->add_step(dnnl::reorder(reorder::primitive_desc(engine(), z_md, engine(), dst.get_desc(), user_scratchpad())),
-                {{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, dst}});
-    k->add_step(convolution_forward(pd), args);
-  } else if (req.alias_of(0) == 3) {
-    // Y is Z's buffer (the planner made the step in place): sum post-op, nothing to copy.
-    k->add_step(convolution_forward(pd), args);
-  } else {
-    // Read Z through a binary-add post-op (no copy pass) when the same kernel takes it;
-    // else copy Z into Y and sum.
-    memory z = k->bind_input(3, z_md);
-    bool binary_ok = false;
-    if (z_md == pd.dst_desc() && is_blocked(cd)) {
-      try {
-        convolution_forward::primitive_desc pd_bin = make_pd(cs, cd, 2);
-        if (std::string(pd_bin.impl_info_str()) == pd.impl_info_str() && pd_bin.weights_desc() == pd.weights_desc()) {
-          args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = z;
-          k->add_step(convolution_forward(pd_bin), args);
-          binary_ok = true;
-        }
-      } catch (const dnnl::error&) {
-      }
-    }
-    if (!binary_ok) {
+  // The steps of one way to compute Y with cpd (with_act: cpd has the activation post-ops).
+  auto add_steps = [&](const convolution_forward::primitive_desc& cpd, bool with_act, const std::vector<EltOp>& tail) {
+    memory wl = cpd.weights_desc() == pd.weights_desc() ? w : reorder_owned(*k, w_user, cpd.weights_desc());
+    memory src = input_as(*k, 0, md_of(p.x, ls), cpd.src_desc());
+    OutputAs out = output_as(*k, 0, md_of(p.y, ld), cpd.dst_desc());
+    memory dst = out.compute;
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wl}, {DNNL_ARG_DST, dst}};
+    if (p.has_bias) args[DNNL_ARG_BIAS] = k->bind_input(2, b_md);
+    if (!p.has_z) {
+      k->add_step(convolution_forward(cpd), args);
+    } else if (dst.get() != out.bound.get()) {
+      // Computing in a temporary: copy Z into it, sum, reorder into Y.
+      memory z = k->bind_input(3, z_md);
       k->add_step(dnnl::reorder(reorder::primitive_desc(engine(), z_md, engine(), dst.get_desc(), user_scratchpad())),
                   {{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, dst}});
-      k->add_step(convolution_forward(pd), args);
+      k->add_step(convolution_forward(cpd), args);
+    } else if (req.alias_of(0) == 3) {
+      // Y is Z's buffer (the planner made the step in place): sum post-op, nothing to copy.
+      k->add_step(convolution_forward(cpd), args);
+    } else {
+      // Read Z through a binary-add post-op (no copy pass) when the same kernel takes it;
+      // else copy Z into Y and sum.
+      memory z = k->bind_input(3, z_md);
+      bool binary_ok = false;
+      if (z_md == cpd.dst_desc() && is_blocked(cd)) {
+        try {
+          convolution_forward::primitive_desc pd_bin = make_pd(cs, cd, 2, with_act);
+          if (std::string(pd_bin.impl_info_str()) == cpd.impl_info_str() &&
+              pd_bin.weights_desc() == cpd.weights_desc()) {
+            args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = z;
+            k->add_step(convolution_forward(pd_bin), args);
+            binary_ok = true;
+          }
+        } catch (const dnnl::error&) {
+        }
+      }
+      if (!binary_ok) {
+        k->add_step(dnnl::reorder(reorder::primitive_desc(engine(), z_md, engine(), dst.get_desc(), user_scratchpad())),
+                    {{DNNL_ARG_FROM, z}, {DNNL_ARG_TO, dst}});
+        k->add_step(convolution_forward(cpd), args);
+      }
     }
+    for (const EltOp& e : tail) {
+      eltwise_forward::desc ed(prop_kind::forward_inference, e.alg, dst.get_desc(), e.alpha, e.beta);
+      k->add_step(eltwise_forward(eltwise_forward::primitive_desc(ed, user_scratchpad(), engine())),
+                  {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}});
+    }
+    out.finish(*k);
+  };
+  add_steps(pd, true, separate);
+  if (guarded) {
+    // Relu/Clip/HardSigmoid post-ops map a NaN pre-activation to the bound, where the reference
+    // keeps NaN. A NaN there needs a NaN or Inf among X, Z and B, or a sum that overflows: with
+    // every |value| <= t (t = FLT_MAX / ((max_m sum |W[m]| + 2) * 2^24): room for Winograd's
+    // transforms) none can happen, and the fused primitive is exact. Else (one read of the inputs
+    // says so) the run takes the alternative: the conv without the activation, then the NaN-keeping
+    // loop (activation_after), which also zeroes padded lanes. The common all-finite run costs the
+    // read only.
+    const Tensor& wt = *req.inputs[1]->value;
+    const int64_t per = wt.numel() / std::max<int64_t>(1, wt.dims()[0]);
+    double smax = 0;
+    for (int64_t m = 0; m < wt.dims()[0]; ++m) {
+      double sum = 0;
+      for (int64_t i = 0; i < per; ++i) sum += std::fabs(static_cast<double>(wt.data_as<float>()[m * per + i]));
+      smax = std::max(smax, sum);  // NaN weights: smax stays, but sum is NaN: below
+      if (!(sum <= 1e300)) smax = INFINITY;
+    }
+    const float t = std::isfinite(smax) ? static_cast<float>(FLT_MAX / ((smax + 2.0) * 16777216.0)) : 0.f;
+    auto bound_elems = [&](int slot, const Dims& d) {
+      const Format f = d.size() == 4 ? req.in_format(slot) : Format::kPlain;
+      const int64_t b = d.size() == 4 ? std::max(1, format_channel_block(f)) : 1;
+      int64_t n = d[0] * ((d[1] + b - 1) / b) * b;
+      for (size_t i = 2; i < d.size(); ++i) n *= d[i];
+      return n;
+    };
+    const int64_t nx = bound_elems(0, req.in_dims(0));
+    const int64_t nz = p.has_z ? bound_elems(3, req.in_dims(3)) : 0, nb = p.has_bias ? p.y[1] : 0;
+    k->begin_alternative(
+        [t, nx, nz, nb](ComputeContext& ctx) {
+          const int th = ctx.num_threads;
+          return any_beyond(ctx.in(0).ptr<const float>(), nx, t, th) ||
+                 (nz && any_beyond(ctx.in(3).ptr<const float>(), nz, t, th)) ||
+                 (nb && any_beyond(ctx.in(2).ptr<const float>(), nb, t, 1));
+        },
+        activation_after(p.loop_act, p.y, ld));
+    add_steps(make_pd(cs, cd, residual, false), false, {});
+  } else {
+    // Padded lanes of a blocked output back to zero (oneDNN computes them as 0 * x: NaN where
+    // the input holds NaN); and the loop where it always runs.
+    auto after = activation_after(loop_always ? p.loop_act : activation_default(ActKind::kIdentity), p.y, ld);
+    if (after) k->set_after(std::move(after));
   }
-  out.finish(*k);
   return k;
 }
 

@@ -20,22 +20,6 @@ bool const_scalar(const StepRequest& req, size_t i, float& v) {
   return true;
 }
 
-// Whether oneDNN's eltwise chain for a keeps NaN as NaN, as the reference does (issue 7). Its
-// relu (alpha 0) and clip are max/min instructions with the constant as the operand returned for
-// NaN: Relu(NaN) = 0, Clip(NaN) = min (-Inf without bounds), HardSigmoid (linear + clip) = 0. Those
-// standalone ops go to the reference kernel (measured: no model of tests/models has a standalone
-// Relu/Clip/HardSigmoid after fusion on a hot path; fused Conv/Gemm activations are post-ops,
-// see docs/hardening.md). LeakyRelu (alpha != 0) multiplies: NaN stays.
-bool nan_safe(const Activation& a) {
-  switch (a.kind) {
-    case ActKind::kRelu:
-    case ActKind::kClip:
-    case ActKind::kHardSigmoid: return false;
-    case ActKind::kLeakyRelu: return a.alpha != 0.f;
-    default: return true;
-  }
-}
-
 // The activation of a unary activation step (Clip: constant bounds), false for other steps.
 bool activation_step(const StepRequest& req, Activation& a) {
   if (!req.has_in(0) || req.in_dims(0) != req.out_dims(0) || req.outputs.size() != 1) return false;
@@ -68,32 +52,6 @@ bool own_activation(const StepRequest& req, Activation& a) {
   return a.kind == ActKind::kRelu || a.kind == ActKind::kClip || a.kind == ActKind::kHardSigmoid;
 }
 
-void activation_loop(const Activation& a, const float* x, float* y, int64_t n, int nth) {
-  const float al = a.alpha, be = a.beta;
-  const int threads = n >= (int64_t(1) << 15) ? std::max(1, nth) : 1;
-  switch (a.kind) {
-    case ActKind::kRelu:
-#pragma omp parallel for simd num_threads(threads)
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.f ? 0.f : x[i];
-      return;
-    case ActKind::kClip:
-#pragma omp parallel for simd num_threads(threads)
-      for (int64_t i = 0; i < n; ++i) {
-        const float v = x[i] < al ? al : x[i];
-        y[i] = v > be ? be : v;
-      }
-      return;
-    default:  // kHardSigmoid
-#pragma omp parallel for simd num_threads(threads)
-      for (int64_t i = 0; i < n; ++i) {
-        float v = al * x[i] + be;
-        v = v < 0.f ? 0.f : v;
-        y[i] = v > 1.f ? 1.f : v;
-      }
-      return;
-  }
-}
-
 std::unique_ptr<DnnlKernel> own_activation_create(const StepRequest& req, const Activation& a) {
   const Dims d = req.in_dims(0);
   const Format ls = req.in_format(0), ld = req.out_format(0);
@@ -105,22 +63,7 @@ std::unique_ptr<DnnlKernel> own_activation_create(const StepRequest& req, const 
                                                             user_scratchpad())),
                 {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
   }
-  const int64_t b = d.size() == 4 ? std::max(1, format_channel_block(ld)) : 1;
-  const int64_t C = d.size() >= 2 ? d[1] : 1, cb = (C + b - 1) / b;
-  int64_t hw = 1;
-  for (size_t i = 2; i < d.size(); ++i) hw *= d[i];
-  const int64_t batch = d.empty() ? 1 : d[0];
-  const int64_t n = d.size() >= 2 ? batch * cb * b * hw : (d.empty() ? 1 : d[0]);
-  const bool fix_padding = b > 1 && C % b != 0;
-  k->set_after([a, ls, ld, n, b, C, cb, hw, batch, fix_padding](ComputeContext& ctx) {
-    float* y = ctx.out(0).ptr<float>();
-    const float* x = ls == ld ? ctx.in(0).ptr<const float>() : y;
-    activation_loop(a, x, y, n, ctx.num_threads);
-    if (!fix_padding) return;
-    for (int64_t i = 0; i < batch; ++i)  // f(0) may be non-zero (HardSigmoid): padded lanes back to 0
-      for (int64_t j = 0; j < hw; ++j)
-        for (int64_t c = C % b; c < b; ++c) y[((i * cb + cb - 1) * hw + j) * b + c] = 0.f;
-  });
+  k->set_after(activation_after(a, d, ld, ls == ld));
   k->set_impl(std::string(activation_name(a.kind)) + " loop (oneDNN's drops NaN)" + (ls != ld ? " (via reorder)" : ""));
   return k;
 }
@@ -400,6 +343,90 @@ std::unique_ptr<DnnlKernel> binary_create(const StepRequest& req) {
   k->add_step(binary(pd), {{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, b}, {DNNL_ARG_DST, out.compute}});
   out.finish(*k);
   return k;
+}
+
+// ---------------------------------------------------------------- NaN-keeping activations
+
+bool nan_safe(const Activation& a) {
+  switch (a.kind) {
+    case ActKind::kRelu:
+    case ActKind::kClip:
+    case ActKind::kHardSigmoid: return false;
+    case ActKind::kLeakyRelu: return a.alpha != 0.f;
+    default: return true;
+  }
+}
+
+bool fused_activation(const Activation& a, std::vector<EltOp>& ops, bool& loop) {
+  ops.clear();
+  loop = false;
+  if (a.kind == ActKind::kIdentity) return true;
+  if (!nan_safe(a)) {
+    loop = a.kind == ActKind::kRelu || a.kind == ActKind::kClip || a.kind == ActKind::kHardSigmoid;
+    return loop;
+  }
+  return eltwise_chain(a, ops);
+}
+
+namespace {
+
+// Written so that NaN compares false and stays (x < 0 is false for NaN: y = x).
+void activation_loop(const Activation& a, const float* x, float* y, int64_t n, int nth) {
+  const float al = a.alpha, be = a.beta;
+  const int threads = n >= (int64_t(1) << 15) ? std::max(1, nth) : 1;
+  switch (a.kind) {
+    case ActKind::kRelu:
+#pragma omp parallel for simd num_threads(threads)
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.f ? 0.f : x[i];
+      return;
+    case ActKind::kClip:
+#pragma omp parallel for simd num_threads(threads)
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i] < al ? al : x[i];
+        y[i] = v > be ? be : v;
+      }
+      return;
+    default:  // kHardSigmoid
+#pragma omp parallel for simd num_threads(threads)
+      for (int64_t i = 0; i < n; ++i) {
+        float v = al * x[i] + be;
+        v = v < 0.f ? 0.f : v;
+        y[i] = v > 1.f ? 1.f : v;
+      }
+      return;
+  }
+}
+
+}  // namespace
+
+bool any_beyond(const float* p, int64_t n, float t, int threads) {
+  int bad = 0;
+  const int nth = n >= (int64_t(1) << 16) ? std::max(1, threads) : 1;
+#pragma omp parallel for simd num_threads(nth) reduction(| : bad)
+  for (int64_t i = 0; i < n; ++i) bad |= !(std::fabs(p[i]) <= t);  // NaN compares false: bad
+  return bad != 0;
+}
+
+std::function<void(ComputeContext&)> activation_after(const Activation& a, const Dims& d, Format f, bool from_input) {
+  // Elementwise: the format does not matter, except that the padded lanes of a blocked format
+  // must stay zero.
+  const int64_t b = d.size() == 4 ? std::max(1, format_channel_block(f)) : 1;
+  const int64_t C = d.size() >= 2 ? d[1] : 1, cb = (C + b - 1) / b;
+  int64_t hw = 1;
+  for (size_t i = 2; i < d.size(); ++i) hw *= d[i];
+  const int64_t batch = d.empty() ? 1 : d[0];
+  const int64_t n = d.size() >= 2 ? batch * cb * b * hw : (d.empty() ? 1 : d[0]);
+  const bool fix_padding = b > 1 && C % b != 0;
+  if (a.kind == ActKind::kIdentity && !fix_padding) return nullptr;
+  return [a, from_input, n, b, C, cb, hw, batch, fix_padding](ComputeContext& ctx) {
+    float* y = ctx.out(0).ptr<float>();
+    const float* x = from_input ? ctx.in(0).ptr<const float>() : y;
+    if (a.kind != ActKind::kIdentity) activation_loop(a, x, y, n, ctx.num_threads);
+    if (!fix_padding) return;
+    for (int64_t i = 0; i < batch; ++i)  // f(0) may be non-zero (HardSigmoid): padded lanes back to 0
+      for (int64_t j = 0; j < hw; ++j)
+        for (int64_t c = C % b; c < b; ++c) y[((i * cb + cb - 1) * hw + j) * b + c] = 0.f;
+  };
 }
 
 }  // namespace infera::cpu

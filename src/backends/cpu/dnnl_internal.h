@@ -4,6 +4,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -47,6 +48,24 @@ struct EltOp {
 // The eltwise chain of an activation of the table; false when oneDNN has none for it.
 bool eltwise_chain(const Activation& a, std::vector<EltOp>& out);
 void append_eltwise_ops(dnnl::post_ops& po, const std::vector<EltOp>& ops);
+// Whether oneDNN's eltwise chain for a keeps NaN as NaN, as the reference does (issue 7). Its
+// relu (alpha 0) and clip are max/min instructions with the constant as the operand returned for
+// NaN: Relu(NaN) = 0, Clip(NaN) = min (-Inf without bounds), HardSigmoid (linear + clip) = 0.
+// oneDNN 2.6 has no post-op that keeps NaN for them. LeakyRelu (alpha != 0) multiplies: NaN stays.
+bool nan_safe(const Activation& a);
+// The activation fused into a Conv/Gemm: post-ops where oneDNN's keep NaN (ops), else none and
+// loop = true: the kernel runs activation_after on its output (Relu, Clip, HardSigmoid). False
+// when oneDNN has neither.
+bool fused_activation(const Activation& a, std::vector<EltOp>& ops, bool& loop);
+// A kernel's after-step applying a (Relu, Clip or HardSigmoid) in place on output 0 of dims d in
+// format f, NaN kept; from_input: read input 0 instead (same dims and format), for a standalone
+// activation. Padded lanes of a blocked format are set to zero after. With a of kind kIdentity
+// only that (oneDNN convs compute padded output lanes as 0 * x: NaN where x holds one), or null
+// when f has no padded lanes.
+std::function<void(ComputeContext&)> activation_after(const Activation& a, const Dims& d, Format f,
+                                                      bool from_input = false);
+// True when some value of p[0..n) is NaN, +-Inf or larger than t in magnitude (one vectorized read).
+bool any_beyond(const float* p, int64_t n, float t, int threads);
 
 // The kernel every family builds. While building, memories stand for what a run binds: an
 // input or output slot (bind_*), per-run temporaries in the scratch (temp), or data owned by
@@ -65,6 +84,15 @@ class DnnlKernel : public StepKernel {
   void set_impl(const std::string& s) { impl_ = s; }
   // Runs after the primitives, on the bound buffers (e.g. the max pools' NaN fix-up).
   void set_after(std::function<void(ComputeContext&)> f) { after_ = std::move(f); }
+  // A second way to compute the same result: the steps added after begin_alternative(), then
+  // alt_after. A run takes it when use_alternative(ctx) says so (read before any step), else
+  // the steps before and after_. Both share the bound and temporary memories.
+  void begin_alternative(std::function<bool(ComputeContext&)> use_alternative,
+                         std::function<void(ComputeContext&)> alt_after) {
+    split_ = steps_.size();
+    use_alt_ = std::move(use_alternative);
+    alt_after_ = std::move(alt_after);
+  }
 
   Status run(ComputeContext& ctx) const override;
   std::unique_ptr<KernelState> make_state() const override;
@@ -99,6 +127,9 @@ class DnnlKernel : public StepKernel {
   std::vector<Step> steps_;
   size_t temp_bytes_ = 0, scratchpad_bytes_ = 0, weight_bytes_ = 0;
   std::function<void(ComputeContext&)> after_;
+  size_t split_ = SIZE_MAX;  // steps_[split_..] are the alternative (begin_alternative)
+  std::function<bool(ComputeContext&)> use_alt_;
+  std::function<void(ComputeContext&)> alt_after_;
 };
 
 // Reorders src memory into a new owned memory of md (weights into the primitive's format).

@@ -16,6 +16,8 @@ struct GemmPlan {
   bool has_c = false, c_const = false;
   int64_t cm = 1, cn = 1;  // C broadcast to [cm, cn]
   std::vector<EltOp> act;
+  bool act_loop = false;  // as ConvPlan's: Relu/Clip/HardSigmoid as a NaN-keeping loop after
+  Activation loop_act;
   bool fused = false;
 };
 
@@ -45,7 +47,8 @@ bool plan_gemm(const StepRequest& req, GemmPlan& p) {
     if (!p.c_const && p.beta != 1.f) return false;
   }
   p.fused = op->fused();
-  return eltwise_chain(op->activation(), p.act);
+  p.loop_act = op->activation();
+  return fused_activation(op->activation(), p.act, p.act_loop);
 }
 
 memory::desc matrix_md(int64_t rows, int64_t cols, bool transposed) {
@@ -112,6 +115,10 @@ std::unique_ptr<DnnlKernel> gemm_create(const StepRequest& req) {
     args[c_as_bias ? DNNL_ARG_BIAS : (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1)] = c;
   }
   k->add_step(matmul(pd), args);
+  if (p.act_loop) {
+    k->set_after(activation_after(p.loop_act, {p.m, p.n}, Format::kPlain));
+    k->set_impl(pd.impl_info_str() + std::string(" + ") + activation_name(p.loop_act.kind) + " loop (NaN kept)");
+  }
   return k;
 }
 

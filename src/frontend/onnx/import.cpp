@@ -16,6 +16,7 @@
 #include <new>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "infera/limits.h"
 #include "ops/op.h"
@@ -27,12 +28,27 @@ namespace {
 using limits::kMaxModelBytes;
 
 template <class Proto>
-bool parse_proto(Proto& p, const std::string& bytes) {
+bool parse_proto_nested(Proto& p, const std::string& bytes, int nesting) {
   google::protobuf::io::ArrayInputStream ais(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream cis(&ais);
   cis.SetTotalBytesLimit(INT_MAX);
-  cis.SetRecursionLimit(limits::kMaxNesting);
+  cis.SetRecursionLimit(nesting);
   return p.ParseFromCodedStream(&cis) && cis.ConsumedEntireMessage();
+}
+
+// Parses under the session's nesting limit. Protobuf says only "failed": when a lowered limit
+// is what refused the bytes (they parse under the hard cap), the error names it; the second
+// parse happens only on that failure.
+template <class Proto>
+Status parse_proto(Proto& p, const std::string& bytes, const limits::Limits& lim, const std::string& what) {
+  if (parse_proto_nested(p, bytes, lim.max_nesting)) return Status::ok();
+  if (lim.max_nesting < limits::kMaxNesting) {
+    Proto again;
+    if (parse_proto_nested(again, bytes, limits::kMaxNesting))
+      return Status::error(what + " nests messages deeper than the limit of " + std::to_string(lim.max_nesting) +
+                           limit_name("max_nesting"));
+  }
+  return Status::error(what);
 }
 
 // Resolves an external-data location safely: relative, no "..", a regular file (not a
@@ -122,11 +138,11 @@ void copy_cast(const Src& src, Dst* dst) {
   for (int i = 0; i < src.size(); ++i) dst[i] = static_cast<Dst>(src.Get(i));
 }
 
-Result<Shape> shape_from_type(const onnx::TypeProto& tp, const std::string& what) {
+Result<Shape> shape_from_type(const onnx::TypeProto& tp, const std::string& what, const limits::Limits& lim) {
   if (!tp.has_tensor_type() || !tp.tensor_type().has_shape()) return Shape::unknown();
-  if (tp.tensor_type().shape().dim_size() > limits::kMaxRank)
+  if (tp.tensor_type().shape().dim_size() > lim.max_rank)
     return Status::error(what + " declares rank " + std::to_string(tp.tensor_type().shape().dim_size()) +
-                         ", more than the limit of " + std::to_string(limits::kMaxRank));
+                         ", more than the limit of " + std::to_string(lim.max_rank) + limit_name("max_rank"));
   std::vector<Dim> dims;
   for (const auto& d : tp.tensor_type().shape().dim()) {
     if (d.has_dim_value() && d.dim_value() >= 0)
@@ -139,14 +155,15 @@ Result<Shape> shape_from_type(const onnx::TypeProto& tp, const std::string& what
   return Shape(std::move(dims));
 }
 
-Result<Attribute> attr_from_proto(const onnx::AttributeProto& ap, const std::string& model_dir,
-                                  const std::string& what) {
+Result<Attribute> attr_from_proto(const onnx::AttributeProto& ap, const std::string& model_dir, const std::string& what,
+                                  const limits::Limits& lim) {
   Attribute a;
   using AP = onnx::AttributeProto;
   const int64_t list = std::max({ap.floats_size(), ap.ints_size(), ap.strings_size(), ap.tensors_size()});
-  if (list > limits::kMaxAttributeElements)
+  if (list > lim.max_attribute_elements)
     return Status::error(what + ": attribute '" + ap.name() + "' has " + std::to_string(list) +
-                         " elements, more than the limit of " + std::to_string(limits::kMaxAttributeElements));
+                         " elements, more than the limit of " + std::to_string(lim.max_attribute_elements) +
+                         limit_name("max_attribute_elements"));
   int type = ap.type();
   if (type == AP::UNDEFINED) {  // IR < 3 style: infer from the populated field
     if (ap.has_f())
@@ -190,7 +207,7 @@ Result<Attribute> attr_from_proto(const onnx::AttributeProto& ap, const std::str
       a.strings.assign(ap.strings().begin(), ap.strings().end());
       break;
     case AP::TENSOR: {
-      auto t = tensor_from_proto(ap.t(), model_dir, what + " attribute '" + ap.name() + "'");
+      auto t = tensor_from_proto(ap.t(), model_dir, what + " attribute '" + ap.name() + "'", lim);
       if (!t.is_ok()) return t.status();
       a.kind = Attribute::kTensor;
       a.t = std::make_shared<Tensor>(t.take());
@@ -206,12 +223,40 @@ Result<Attribute> attr_from_proto(const onnx::AttributeProto& ap, const std::str
 
 }  // namespace
 
-Result<std::string> read_binary_file(const std::string& path, const std::string& what, int64_t max_bytes) {
+std::string limit_name(const char* field) { return std::string(" (") + field + ")"; }
+
+std::string elements_limit_str(const limits::Limits& lim) {
+  const std::string n = std::to_string(lim.max_tensor_elements);
+  return lim.max_tensor_elements == limits::kMaxTensorElements ? "2^40 (" + n + ")" : n;
+}
+
+Status check_limits(const limits::Limits& lim) {
+  const std::tuple<const char*, int64_t, int64_t> fields[] = {
+      {"max_model_bytes", lim.max_model_bytes, limits::kMaxModelBytes},
+      {"max_tensor_file_bytes", lim.max_tensor_file_bytes, limits::kMaxTensorFileBytes},
+      {"max_tensor_elements", lim.max_tensor_elements, limits::kMaxTensorElements},
+      {"max_rank", lim.max_rank, limits::kMaxRank},
+      {"max_nodes", lim.max_nodes, limits::kMaxNodes},
+      {"max_node_io", lim.max_node_io, limits::kMaxNodeIo},
+      {"max_attribute_elements", lim.max_attribute_elements, limits::kMaxAttributeElements},
+      {"max_nesting", lim.max_nesting, limits::kMaxNesting}};
+  for (const auto& [name, v, cap] : fields)
+    if (v < 1 || v > cap)
+      return Status::error(StatusCode::kInvalidInput, std::string("limits.") + name + " = " + std::to_string(v) +
+                                                          " is not in 1.." + std::to_string(cap) +
+                                                          " (a limit may be lowered, not raised past its constant)");
+  return Status::ok();
+}
+
+Result<std::string> read_binary_file(const std::string& path, const std::string& what, int64_t max_bytes,
+                                     const char* field) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return Status::error(path + ": " + what + " not found");
   if (!S_ISREG(st.st_mode)) return Status::error(path + ": " + what + " is not a regular file");
   if (st.st_size > max_bytes)
-    return Status::error(path + ": " + what + " larger than " + std::to_string((max_bytes + 1) >> 30) + " GiB");
+    return Status::error(path + ": " + what + " of " + std::to_string(st.st_size) +
+                         " bytes is larger than the limit of " + std::to_string(max_bytes) + " bytes" +
+                         (field ? limit_name(field) : ""));
   // The whole file is held in memory: a size the process cannot get (RLIMIT_AS, cgroup) is an
   // error value here, not a std::bad_alloc out of the public API (load_tensor_file).
   if (static_cast<uint64_t>(st.st_size) > host_memory_bytes())
@@ -232,22 +277,24 @@ Result<std::string> read_binary_file(const std::string& path, const std::string&
   return bytes;
 }
 
-Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string& model_dir, const std::string& what) {
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string& model_dir, const std::string& what,
+                                 const limits::Limits& lim) {
   DataType dt = static_cast<DataType>(tp.data_type());
   if (!dtype_supported(dt))
     return Status::error(what + ": unsupported tensor data type " + std::to_string(tp.data_type()));
-  if (tp.dims_size() > limits::kMaxRank)
+  if (tp.dims_size() > lim.max_rank)
     return Status::error(what + ": rank " + std::to_string(tp.dims_size()) + " is more than the limit of " +
-                         std::to_string(limits::kMaxRank));
+                         std::to_string(lim.max_rank) + limit_name("max_rank"));
   std::vector<int64_t> dims(tp.dims().begin(), tp.dims().end());
   for (int64_t d : dims)
     if (d < 0) return Status::error(what + ": negative dimension " + std::to_string(d));
   int64_t n = 0;
-  if (!limits::checked_elements(dims.data(), dims.size(), n)) {
+  // The hard cap keeps the product from overflowing; the session's limit may be lower.
+  if (!limits::checked_elements(dims.data(), dims.size(), n) || n > lim.max_tensor_elements) {
     std::string ds;
     for (int64_t d : dims) ds += (ds.empty() ? "" : ", ") + std::to_string(d);
-    return Status::error(what + ": dims [" + ds + "] hold more than 2^40 (" +
-                         std::to_string(limits::kMaxTensorElements) + ") elements");
+    return Status::error(what + ": dims [" + ds + "] hold more than " + elements_limit_str(lim) + " elements" +
+                         limit_name("max_tensor_elements"));
   }
   const size_t es = dtype_size(dt);
   const size_t nbytes = static_cast<size_t>(n) * es;
@@ -320,37 +367,51 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
   return t;
 }
 
-Result<Tensor> tensor_from_pb_bytes(const std::string& bytes, const std::string& path) {
-  if (static_cast<int64_t>(bytes.size()) > kMaxModelBytes)
-    return Status::error(path + ": tensor file larger than 2 GiB");
+Result<Tensor> tensor_from_pb_bytes(const std::string& bytes, const std::string& path, const limits::Limits& lim) {
+  // A .pb is a protobuf message: never more than protobuf's 2 GiB, whatever the file limit.
+  if (static_cast<int64_t>(bytes.size()) > std::min(kMaxModelBytes, lim.max_tensor_file_bytes))
+    return Status::error(
+        path + ": tensor file of " + std::to_string(bytes.size()) + " bytes is larger than the limit of " +
+        std::to_string(std::min(kMaxModelBytes, lim.max_tensor_file_bytes)) + " bytes" +
+        (lim.max_tensor_file_bytes < kMaxModelBytes ? limit_name("max_tensor_file_bytes") : " (protobuf's 2 GiB)"));
   onnx::TensorProto tp;
-  if (!parse_proto(tp, bytes)) return Status::error(path + ": not a valid ONNX TensorProto file");
-  return tensor_from_proto(tp, "", path);
+  Status s = parse_proto(tp, bytes, lim, path + ": not a valid ONNX TensorProto file");
+  if (!s.is_ok()) return s;
+  return tensor_from_proto(tp, "", path, lim);
 }
 
-Result<Tensor> load_tensor_pb(const std::string& path) {
-  auto bytes = read_binary_file(path, "tensor file", kMaxModelBytes);
+Result<Tensor> load_tensor_pb(const std::string& path, const limits::Limits& lim) {
+  Status s = check_limits(lim);
+  if (!s.is_ok()) return s;
+  const bool lowered = lim.max_tensor_file_bytes < kMaxModelBytes;
+  auto bytes = read_binary_file(path, "tensor file", lowered ? lim.max_tensor_file_bytes : kMaxModelBytes,
+                                lowered ? "max_tensor_file_bytes" : nullptr);
   if (!bytes.is_ok()) return bytes.status();
-  return tensor_from_pb_bytes(bytes.value(), path);
+  return tensor_from_pb_bytes(bytes.value(), path, lim);
 }
 
-Result<Graph> import_onnx_file(const std::string& path) {
-  auto bytes = read_binary_file(path, "model file", kMaxModelBytes);
+Result<Graph> import_onnx_file(const std::string& path, const limits::Limits& lim) {
+  Status s = check_limits(lim);
+  if (!s.is_ok()) return s;
+  auto bytes = read_binary_file(path, "model file", lim.max_model_bytes, "max_model_bytes");
   if (!bytes.is_ok()) return bytes.status();
   std::string dir = ".";
   size_t slash = path.find_last_of('/');
   if (slash != std::string::npos) dir = slash == 0 ? "/" : path.substr(0, slash);
-  return import_onnx_bytes(bytes.value(), dir, path);
+  return import_onnx_bytes(bytes.value(), dir, path, lim);
 }
 
-Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& model_dir, const std::string& source) {
+Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& model_dir, const std::string& source,
+                                const limits::Limits& lim) {
+  Status ls = check_limits(lim);
+  if (!ls.is_ok()) return ls;
   if (bytes.empty()) return Status::error(source + ": model file is empty");
-  if (static_cast<int64_t>(bytes.size()) > kMaxModelBytes)
+  if (static_cast<int64_t>(bytes.size()) > lim.max_model_bytes)
     return Status::error(source + ": model of " + std::to_string(bytes.size()) + " bytes is larger than the limit of " +
-                         std::to_string(kMaxModelBytes) + " (protobuf's 2 GiB)");
+                         std::to_string(lim.max_model_bytes) + " bytes" + limit_name("max_model_bytes"));
   onnx::ModelProto mp;
-  if (!parse_proto(mp, bytes))
-    return Status::error(source + ": not a valid ONNX model (protobuf parse failed: truncated or not ONNX)");
+  ls = parse_proto(mp, bytes, lim, source + ": not a valid ONNX model (protobuf parse failed: truncated or not ONNX)");
+  if (!ls.is_ok()) return ls;
   Graph g;
   g.source = source;
   g.ir_version = mp.ir_version();
@@ -383,15 +444,15 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
                                                 {"graph outputs", gp.output_size()},
                                                 {"value_info entries", gp.value_info_size()}};
   for (const auto& [what, count] : counts)
-    if (count > limits::kMaxNodes)
+    if (count > lim.max_nodes)
       return Status::error(source + ": the graph has " + std::to_string(count) + " " + what +
-                           ", more than the limit of " + std::to_string(limits::kMaxNodes));
+                           ", more than the limit of " + std::to_string(lim.max_nodes) + limit_name("max_nodes"));
 
   // Initializers become constants.
   for (const auto& init : gp.initializer()) {
     if (init.name().empty()) return Status::error(source + ": an initializer has no name");
     if (g.find_value(init.name()) >= 0) return Status::error(source + ": duplicate initializer '" + init.name() + "'");
-    auto t = tensor_from_proto(init, model_dir, source + ": initializer '" + init.name() + "'");
+    auto t = tensor_from_proto(init, model_dir, source + ": initializer '" + init.name() + "'", lim);
     if (!t.is_ok()) return t.status();
     int v = g.add_value(init.name(), t.value().dtype(), Shape::of(t.value().dims()));
     g.values[v].constant = std::make_shared<Tensor>(t.take());
@@ -411,7 +472,7 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
     if (!dtype_supported(dt))
       return Status::error(source + ": graph input '" + in.name() + "' has unsupported element type " +
                            std::to_string(in.type().tensor_type().elem_type()));
-    auto shape = shape_from_type(in.type(), source + ": graph input '" + in.name() + "'");
+    auto shape = shape_from_type(in.type(), source + ": graph input '" + in.name() + "'", lim);
     if (!shape.is_ok()) return shape.status();
     v = g.add_value(in.name(), dt, shape.take());
     g.inputs.push_back(v);
@@ -430,10 +491,10 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
     n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
     n.name = np.name().empty() ? "#" + std::to_string(i) + ":" + np.op_type() : np.name();
     if (!node_names.insert(n.name).second) n.name += "#" + std::to_string(i);
-    if (np.input_size() > limits::kMaxNodeIo || np.output_size() > limits::kMaxNodeIo)
+    if (np.input_size() > lim.max_node_io || np.output_size() > lim.max_node_io)
       return Status::error(source + ": " + n.label() + " has " + std::to_string(np.input_size()) + " inputs and " +
                            std::to_string(np.output_size()) + " outputs, more than the limit of " +
-                           std::to_string(limits::kMaxNodeIo));
+                           std::to_string(lim.max_node_io) + limit_name("max_node_io"));
     // Every op has at least one output; a node without any can only be a broken file.
     if (np.output_size() == 0) return Status::error(source + ": " + n.label() + " has no outputs");
     for (const auto& in : np.input()) n.inputs.push_back(in.empty() ? -1 : value_of(in));
@@ -452,7 +513,7 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
     for (const auto& ap : np.attribute()) {
       if (n.attrs.count(ap.name()))
         return Status::error(source + ": " + n.label() + " has attribute '" + ap.name() + "' twice");
-      auto a = attr_from_proto(ap, model_dir, source + ": " + n.label());
+      auto a = attr_from_proto(ap, model_dir, source + ": " + n.label(), lim);
       if (!a.is_ok()) return a.status();
       n.attrs[ap.name()] = a.take();
     }
@@ -465,7 +526,7 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& mod
     if (v < 0 || g.values[v].constant || !vi.type().has_tensor_type()) return Status::ok();
     Value& val = g.values[v];
     if (is_input[v]) return Status::ok();
-    auto shape = shape_from_type(vi.type(), source + ": value '" + vi.name() + "'");
+    auto shape = shape_from_type(vi.type(), source + ": value '" + vi.name() + "'", lim);
     if (!shape.is_ok()) return shape.status();
     DataType dt = static_cast<DataType>(vi.type().tensor_type().elem_type());
     if (dtype_supported(dt)) val.dtype = dt;
