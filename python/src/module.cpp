@@ -54,6 +54,18 @@ nb::list io_list(const std::vector<IoInfo>& ios) {
   return out;
 }
 
+// A name from Python as UTF-8; a str that has none (a lone surrogate) is InvalidInput, not the
+// RuntimeError (std::bad_cast) of nb::cast.
+std::string utf8_of(nb::handle s, const char* what) {
+  Py_ssize_t n = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(s.ptr(), &n);
+  if (!p) {
+    PyErr_Clear();
+    raise_error(StatusCode::kInvalidInput, std::string(what) + ": a str that is not valid Unicode (a lone surrogate?)");
+  }
+  return std::string(p, static_cast<size_t>(n));
+}
+
 nb::dict report_dict(const PlanReport& r) {
   nb::dict d;
   d["arena_bytes"] = r.arena_bytes;
@@ -243,7 +255,7 @@ class PySession {
       if (!nb::isinstance<nb::str>(n))
         raise_error(StatusCode::kInvalidInput,
                     std::string("output_names: expected str, found ") + nb::type_name(n.type()).c_str());
-      std::string name = nb::cast<std::string>(n);
+      std::string name = utf8_of(n, "output_names");
       auto f = out_index_.find(name);
       if (f == out_index_.end()) {
         std::string known;
@@ -267,7 +279,7 @@ class PySession {
       if (!nb::isinstance<nb::str>(k))
         raise_error(StatusCode::kInvalidInput,
                     std::string("input_feed keys must be input names (str), found ") + nb::type_name(k.type()).c_str());
-      std::string name = nb::cast<std::string>(k);
+      std::string name = utf8_of(k, "input_feed key");
       auto it = in_index_.find(name);  // unknown names: Session::run names them and the model's inputs
       held.push_back(to_feed(v, name, it == in_index_.end() ? DataType::kUndefined : it->second, device_));
       in.emplace(name, held.back().tensor);

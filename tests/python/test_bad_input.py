@@ -164,3 +164,11 @@ print("survived", n)
 """ % tiny_path
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and "survived 9" in p.stdout, (p.returncode, p.stdout, p.stderr[-2000:])
+
+
+def test_names_that_are_not_unicode(tiny):
+    """A key or output name with a lone surrogate has no UTF-8: InvalidInput, not RuntimeError."""
+    with pytest.raises(infera.InvalidInput, match="not valid Unicode"):
+        tiny.run(None, {"in\udcffput": np.zeros((1, 3, 32, 32), np.float32)})
+    with pytest.raises(infera.InvalidInput, match="not valid Unicode"):
+        tiny.run(["log\udcffits"], {"input": np.zeros((1, 3, 32, 32), np.float32)})
