@@ -22,6 +22,12 @@ namespace infera {
 
 using Dims = std::vector<std::vector<int64_t>>;
 
+// dims with dim 0 of every input set to n (every input has a batch axis: chunking checked it).
+inline Dims with_batch(Dims d, int64_t n) {
+  for (auto& x : d) x[0] = n;
+  return d;
+}
+
 // Runs f and turns an exception that reached the API boundary into an error Status.
 template <class F>
 auto guarded(F&& f) -> decltype(f()) {
