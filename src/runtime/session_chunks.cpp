@@ -86,12 +86,12 @@ Result<int64_t> SessionImpl::chunk_for(const Dims& dims) {
   auto guess = [&](double room) {
     return std::clamp<int64_t>(static_cast<int64_t>((room - fixed) / std::max(per, 1.0)), 1, n - 1);
   };
-  int64_t c = guess(static_cast<double>(budget)), best = 0;
-  size_t best_peak = 0;
+  int64_t c = guess(static_cast<double>(budget)), best = 0, bad = n;  // bad: the smallest size seen not to fit
   std::vector<int64_t> tried;
-  for (int tries = 0; tries < 12 && !best; ++tries) {
-    tried.push_back(c);
-    auto e = entry_for(with_batch(dims, c));
+  // The peak of a plan of c rows: SIZE_MAX when it ran out of memory; other errors are returned.
+  auto peak_at = [&](int64_t rows) -> Result<size_t> {
+    tried.push_back(rows);
+    auto e = entry_for(with_batch(dims, rows));
     if (!e.is_ok() && e.status().code() != StatusCode::kOutOfMemory) return e.status();
     const size_t pk = e.is_ok() ? chunk_peak(*e.value()->plan) : SIZE_MAX;
     if (e.is_ok()) {
@@ -101,30 +101,43 @@ Result<int64_t> SessionImpl::chunk_for(const Dims& dims) {
         return it == m.end() ? size_t(0) : it->second;
       };
       fixed = static_cast<double>(opts.device.is_cpu() ? r.weight_bytes : at(r.weight_bytes_per_device));
-      per = (static_cast<double>(pk) - fixed) / static_cast<double>(c);
+      per = (static_cast<double>(pk) - fixed) / static_cast<double>(rows);
     }
-    if (verbose >= 2) std::fprintf(stderr, "infera: chunk of %lld: %s\n", static_cast<long long>(c), mib(pk).c_str());
-    if (pk <= budget) {
-      best = c, best_peak = pk;
+    if (verbose >= 2)
+      std::fprintf(stderr, "infera: chunk of %lld: %s\n", static_cast<long long>(rows), mib(pk).c_str());
+    if (pk > budget) bad = std::min(bad, rows);
+    return pk;
+  };
+  for (int tries = 0; tries < 12 && !best; ++tries) {
+    auto pk = peak_at(c);
+    if (!pk.is_ok()) return pk.status();
+    if (pk.value() <= budget) {
+      best = c;
     } else if (c == 1) {
-      return Status::error(StatusCode::kOutOfMemory,
-                           "the memory budget of " + mib(budget) +
-                               " is too small for batch 1 of this model: it needs " +
-                               (pk == SIZE_MAX ? std::string("more (its plan ran out of memory)") : mib(pk)) + " on " +
-                               dev + " (weights, arena and scratch)");
+      return Status::error(
+          StatusCode::kOutOfMemory,
+          "the memory budget of " + mib(budget) + " is too small for batch 1 of this model: it needs " +
+              (pk.value() == SIZE_MAX ? std::string("more (its plan ran out of memory)") : mib(pk.value())) + " on " +
+              dev + " (weights, arena and scratch)");
     } else {
-      c = pk == SIZE_MAX ? c / 2 : std::min(guess(static_cast<double>(budget)), c - 1);
+      c = pk.value() == SIZE_MAX ? c / 2 : std::min(guess(static_cast<double>(budget)), c - 1);
     }
   }
   if (!best) return too_big("no chunk size fit after 12 plans");
-  // One step up when the fit leaves room (arenas are nearly, not exactly, linear in the batch).
-  if (static_cast<double>(best_peak) < 0.9 * static_cast<double>(budget) && best < n - 1) {
-    const int64_t up = guess(static_cast<double>(budget) * 0.98);
-    if (up > best) {
-      tried.push_back(up);
-      auto e = entry_for(with_batch(dims, up));
-      if (e.is_ok() && chunk_peak(*e.value()->plan) <= budget) best = up;
-    }
+  // The fewest chunks: what is run are balanced chunks ceil(n / k), so search the chunk count k
+  // between the one that fits (ceil(n / best)) and the one that does not (bad), by bisection over
+  // the balanced sizes strictly between them (arenas are nearly, not exactly, linear in the batch,
+  // so the first fit is often one or two chunk counts short). Peaks grow with the rows.
+  for (int tries = 0; tries < 8; ++tries) {
+    const int64_t k_fit = (n + best - 1) / best, k_bad = (n + bad - 1) / bad;
+    std::vector<int64_t> between;  // balanced sizes of the chunk counts k_bad < k < k_fit
+    for (int64_t k = k_fit - 1; k > k_bad; --k)
+      if (const int64_t sz = (n + k - 1) / k; sz > best && sz < bad) between.push_back(sz);
+    if (between.empty()) break;
+    const int64_t mid = between[between.size() / 2];
+    auto pk = peak_at(mid);
+    if (!pk.is_ok()) return pk.status();
+    if (pk.value() <= budget) best = mid;
   }
   // Balanced chunks (37 in at most 12: 10, 10, 10, 7): at most two plan sizes are run; the plans
   // made only to measure are dropped (on a GPU each holds its own copy of the weights).

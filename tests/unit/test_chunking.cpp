@@ -111,6 +111,44 @@ TEST(Chunking, ABatchThatOnlyFitsInChunksEqualsItsChunksRunOneByOne) {
   }
 }
 
+// The batch runs in the fewest balanced chunks that fit: one chunk fewer would not.
+TEST(Chunking, TheChunksAreTheFewestThatFit) {
+  const onnx::ModelProto m = test::cnn_model();
+  const int64_t n = 61;
+  for (Device dev : devices()) {
+    SCOPED_TRACE(dev.str());
+    auto free = load(m, dev, size_t(1) << 40);
+    ASSERT_TRUE(free);
+    // What a chunk of b rows holds while chunks run (on a GPU two run contexts share the weights).
+    auto chunk_bytes = [&](int64_t b) -> size_t {
+      auto r = free->prepare({{"x", {b, 16, 16, 16}}});
+      EXPECT_TRUE(r.is_ok()) << r.message();
+      if (!r.is_ok()) return 0;
+      if (dev.is_cpu()) return r.value().peak_bytes;
+      auto w = r.value().weight_bytes_per_device.find(dev.str());
+      return 2 * r.value().peak_bytes - (w == r.value().weight_bytes_per_device.end() ? 0 : w->second);
+    };
+    const size_t whole = chunk_bytes(n);
+    ASSERT_GT(whole, 0u);
+    for (int div : {2, 3, 5, 9}) {
+      SCOPED_TRACE("budget whole/" + std::to_string(div));
+      const size_t budget = whole / div;
+      auto s = load(m, dev, budget);
+      ASSERT_TRUE(s);
+      auto r = s->prepare({{"x", {n, 16, 16, 16}}});
+      ASSERT_TRUE(r.is_ok()) << r.message();
+      const int64_t k = r.value().chunks;
+      ASSERT_GE(k, 2);
+      EXPECT_EQ(r.value().chunk_batch, (n + k - 1) / k);
+      EXPECT_LE(chunk_bytes(r.value().chunk_batch), budget);
+      if (k > 2) {
+        const int64_t fewer = (n + k - 2) / (k - 1);  // the chunk of k - 1 balanced chunks
+        EXPECT_GT(chunk_bytes(fewer), budget) << k - 1 << " chunks of " << fewer << " rows would fit";
+      }
+    }
+  }
+}
+
 TEST(Chunking, ABudgetTooSmallForBatchOneNamesTheBytesNeeded) {
   for (Device dev : devices()) {
     SCOPED_TRACE(dev.str());
