@@ -174,6 +174,15 @@ Status Planner::infer_and_fold(const std::vector<std::vector<int64_t>>& input_di
       if (!checked_numel(sh.concrete(), ne) || ne > (int64_t(1) << 36))
         return Status::error(StatusCode::kInvalidInput, n.label() + ": output '" + g_.values[n.outputs[o]].name +
                                                             "' shape " + sh.str() + " is too large");
+      // The session's lowered limits bind what inference computes as they bind what files say.
+      if (ne > o_.limits.max_tensor_elements || static_cast<int64_t>(sh.rank()) > o_.limits.max_rank)
+        return Status::error(StatusCode::kInvalidInput,
+                             n.label() + ": output '" + g_.values[n.outputs[o]].name + "' shape " + sh.str() +
+                                 (ne > o_.limits.max_tensor_elements
+                                      ? " has " + std::to_string(ne) + " elements, over the limit of " +
+                                            std::to_string(o_.limits.max_tensor_elements) + " (max_tensor_elements)"
+                                      : " has rank " + std::to_string(sh.rank()) + ", over the limit of " +
+                                            std::to_string(o_.limits.max_rank) + " (max_rank)"));
       out_elems += ne;
     }
     bool foldable = all_known && out_elems <= kFoldLimit;

@@ -234,7 +234,8 @@ Status RunContext::run_steps(bool capturing, std::vector<StepTiming>* timings) {
     for (auto& [k, e] : by_kind) total += e.first;
     std::fprintf(stderr, "infera profile: %.3f ms in %zu steps\n", total, p.steps.size());
     for (auto& [k, e] : by_kind)
-      std::fprintf(stderr, "  %-36s %5d x %10.3f ms %5.1f%%\n", k.c_str(), e.second, e.first, 100 * e.first / total);
+      std::fprintf(stderr, "  %-36s %5d x %10.3f ms %5.1f%%\n",  // op names may come from the model: escaped
+                   Status::error(StatusCode::kInternal, k).message().c_str(), e.second, e.first, 100 * e.first / total);
   }
   return Status::ok();
 }

@@ -267,6 +267,7 @@ Status Session::save_plan(const std::string& path,
       po.backends = s.backends;
       po.num_threads = s.threads;
       po.verbose = s.verbose;
+      po.limits = s.opts.limits;
       po.graph_mode = s.opts.gpu_graphs;
       po.perf_db = db.get();
       auto p = make_plan(s.graph, dims, po);

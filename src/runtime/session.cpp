@@ -249,6 +249,7 @@ Result<std::shared_ptr<PlanEntry>> SessionImpl::entry_for(const Dims& dims) {
     po.backends = backends;
     po.num_threads = threads;
     po.verbose = verbose;
+    po.limits = opts.limits;
     po.graph_mode = opts.gpu_graphs;
     // One database handle per build (its counters are this plan's); the entries are shared.
     TuneSettings ts{opts.conv_algo, opts.winograd, opts.search, verbose};

@@ -221,5 +221,38 @@ TEST(SessionLimits, ALoweredNestingLimitIsNamedOnlyWhenItIsTheCause) {
   EXPECT_NE(s.message().find("protobuf parse failed"), std::string::npos) << s.message();
 }
 
+// What inference computes is held to the lowered limits too, at the batch the caller runs:
+// x [N,4] -> Tile(1,8) -> Unsqueeze(0) -> y [1,N,32]; fine at batch 1 under 64 elements and rank 3,
+// refused at batch 4 (128 elements) and, with max_rank 2, for the rank-3 Unsqueeze output.
+TEST(SessionLimits, InferredShapesAreHeldToTheLoweredLimits) {
+  ModelBuilder b;
+  b.input("x", {1, 4});
+  b.g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+  b.ints("reps", {1, 8});
+  b.ints("axes", {0});
+  b.node("Tile", {"x", "reps"}, {"t"}, "tile");
+  b.node("Unsqueeze", {"t", "axes"}, {"y"}, "unsq");
+  b.output("y");
+  SessionOptions o;
+  o.limits.max_tensor_elements = 64;
+  auto s = b.load(true, true, o);
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  auto one = s.value()->run({{"x", test::random_tensor({1, 4}, 5)}});
+  ASSERT_TRUE(one.is_ok()) << one.message();
+  EXPECT_EQ(one.value()[0].dims(), (std::vector<int64_t>{1, 1, 32}));
+  auto four = s.value()->run({{"x", test::random_tensor({4, 4}, 5)}});
+  ASSERT_FALSE(four.is_ok());
+  EXPECT_EQ(four.code(), StatusCode::kInvalidInput);
+  EXPECT_NE(four.message().find("(max_tensor_elements)"), std::string::npos) << four.message();
+  EXPECT_NE(four.message().find("'tile'"), std::string::npos) << four.message();
+
+  SessionOptions r;
+  r.limits.max_rank = 2;
+  auto s2 = b.load(true, true, r);
+  Status st = s2.is_ok() ? s2.value()->run({{"x", test::random_tensor({1, 4}, 5)}}).status() : s2.status();
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("(max_rank)"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace infera

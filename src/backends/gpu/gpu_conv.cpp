@@ -145,7 +145,10 @@ struct Choice {
     for (const auto& v : *vendors()) names.push_back(v.name);
     const tune::Allowed allowed = tune::allowed_candidates(names, t);
     if (!allowed.note.empty() && req.verbose >= 1)
-      std::fprintf(stderr, "infera: tune: node '%s': %s\n", req.node->name.c_str(), allowed.note.c_str());
+      std::fprintf(stderr, "%s\n",  // a name from the model: one escaped, capped line (Status's rule)
+                   Status::error(StatusCode::kInternal, "infera: tune: node '" + req.node->name + "': " + allowed.note)
+                       .message()
+                       .c_str());
     auto take = [&](size_t i) {
       if (i < cands.size())
         ours = cands[i], vendor.reset();
