@@ -42,7 +42,9 @@ def test_eight_threads_equal_serial(tiny_path):
 
 def gil_probe(fn):
     """Runs fn in a thread while this thread loops in pure Python; True when the loop kept going
-    during fn (the GIL was released): many iterations, and no stall longer than a quarter of fn."""
+    during fn (the GIL was released): the loop's stalls longer than 20 ms add up to less than half of
+    fn's time. Held, a call stalls the loop for all of it; released, only the scheduler stalls it (a
+    loaded machine preempts for tens of ms at times, which is why no single gap decides)."""
     done = threading.Event()
     span = {}
 
@@ -55,14 +57,17 @@ def gil_probe(fn):
     t = threading.Thread(target=worker)
     t.start()
     time.sleep(0.01)  # let the worker enter fn
-    ticks, max_gap, last = 0, 0.0, time.perf_counter()
+    ticks, stalled, max_gap, last = 0, 0.0, 0.0, time.perf_counter()
     while not done.is_set():
         now = time.perf_counter()
-        max_gap = max(max_gap, now - last)
+        gap = now - last
+        max_gap = max(max_gap, gap)
+        if gap > 0.02:
+            stalled += gap
         last = now
         ticks += 1
     t.join()
-    return ticks > 10000 and max_gap < span["run"] / 4, (ticks, max_gap, span["run"])
+    return ticks > 1000 and stalled < span["run"] / 2, (ticks, stalled, max_gap, span["run"])
 
 
 def test_run_releases_the_gil(models_dir):
@@ -90,7 +95,7 @@ def test_run_releases_the_gil(models_dir):
             s.run(None, {"input": x})
 
     released, why = gil_probe(runs)
-    assert why[2] > 0.1 and released, why
+    assert why[3] > 0.1 and released, why
 
 
 def test_close_while_running_is_safe(tiny_path):
