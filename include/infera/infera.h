@@ -362,8 +362,9 @@ struct BackendInfo {
   std::string name;    // "dnnl", "ref"
   std::string device;  // "cpu", "gpu:0"
   bool available = false;
-  std::string version;  // library version, e.g. "oneDNN 2.6.3"
-  std::string details;  // multi-line: ISA, probe results, why unavailable
+  std::string version;     // library version, e.g. "oneDNN 2.6.3"
+  std::string details;     // multi-line: ISA, probe results, why unavailable
+  std::string pci_bus_id;  // a GPU's PCI address ("0000:19:00.0"; empty when unknown)
 };
 std::vector<BackendInfo> available_backends();
 
@@ -421,6 +422,10 @@ class Session {
   // for another device, architecture or library version.
   Status save_plan(const std::string& path,
                    const std::vector<std::map<std::string, std::vector<int64_t>>>& input_shapes);
+  // Ok when a batch of these shapes may be split along axis 0 into parts run apart (chunking
+  // under a memory budget, several devices: include/infera/multi_device.h): every input has the
+  // batch as dim 0 and no node mixes samples; else the error naming the input, value or node.
+  Status check_batch_split(const std::map<std::string, std::vector<int64_t>>& input_shapes) const;
   // Plans held now (at most SessionOptions::max_cached_plans).
   size_t cached_plan_count() const;
   // Bytes this session has allocated now: weights, arenas and scratch of every run context.

@@ -41,4 +41,12 @@ size_t plan_peak_bytes(const PlanReport& r, const Device& device);
 // smaller; the others equal, as balanced as c allows).
 std::vector<int64_t> chunk_sizes(int64_t n, int64_t c);
 
+// Rows [at, at + c) of t (a batch of n along axis 0), as a view on t's device.
+inline Tensor batch_rows(const Tensor& t, int64_t n, int64_t at, int64_t c) {
+  std::vector<int64_t> d = t.dims();
+  const size_t row = n ? t.nbytes() / static_cast<size_t>(n) : 0;
+  d[0] = c;
+  return Tensor::view(t.dtype(), d, static_cast<char*>(const_cast<void*>(t.data())) + row * at, t.device());
+}
+
 }  // namespace infera

@@ -400,6 +400,34 @@ const std::vector<IoInfo>& Session::outputs() const { return impl_->outputs; }
 const ModelSummary& Session::summary() const { return impl_->summary; }
 const SessionOptions& Session::options() const { return impl_->opts; }
 
+Status SessionImpl::dims_of(const std::map<std::string, std::vector<int64_t>>& shapes, Dims& dims) const {
+  std::map<std::string, int64_t> symbols;
+  dims.clear();
+  for (const IoInfo& io : inputs) {
+    auto it = shapes.find(io.name);
+    if (it == shapes.end())
+      return Status::error(StatusCode::kInvalidInput, "missing shape for input '" + io.name + "'");
+    Status s = check_dims(io, it->second, symbols);
+    if (!s.is_ok()) return s;
+    dims.push_back(it->second);
+  }
+  for (auto& [name, d] : shapes) {
+    bool known = false;
+    for (const IoInfo& io : inputs) known = known || io.name == name;
+    if (!known) return Status::error(StatusCode::kInvalidInput, "unknown input '" + name + "'");
+  }
+  return Status::ok();
+}
+
+Status Session::check_batch_split(const std::map<std::string, std::vector<int64_t>>& input_shapes) const {
+  SessionImpl::Active active(*impl_);
+  return guarded([&]() -> Status {
+    Dims dims;
+    if (Status s = impl_->dims_of(input_shapes, dims); !s.is_ok()) return s;
+    return impl_->check_split(dims);
+  });
+}
+
 size_t Session::cached_plan_count() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->plans.size();
@@ -427,20 +455,7 @@ Result<PlanReport> Session::prepare(const std::map<std::string, std::vector<int6
   SessionImpl::Active active(*impl_);
   return guarded([&]() -> Result<PlanReport> {
     Dims dims;
-    std::map<std::string, int64_t> symbols;
-    for (const IoInfo& io : impl_->inputs) {
-      auto it = input_shapes.find(io.name);
-      if (it == input_shapes.end())
-        return Status::error(StatusCode::kInvalidInput, "missing shape for input '" + io.name + "'");
-      Status s = check_dims(io, it->second, symbols);
-      if (!s.is_ok()) return s;
-      dims.push_back(it->second);
-    }
-    for (auto& [name, d] : input_shapes) {
-      bool known = false;
-      for (const IoInfo& io : impl_->inputs) known = known || io.name == name;
-      if (!known) return Status::error(StatusCode::kInvalidInput, "unknown input '" + name + "'");
-    }
+    if (Status s = impl_->dims_of(input_shapes, dims); !s.is_ok()) return s;
     auto chunk = impl_->chunk_for(dims);
     if (!chunk.is_ok()) return chunk.status();
     const int64_t c = chunk.value();

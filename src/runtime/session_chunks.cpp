@@ -35,6 +35,23 @@ size_t SessionImpl::chunk_peak(const Plan& p) const {
   return 2 * one - (it == p.report.weight_bytes_per_device.end() ? 0 : it->second);
 }
 
+Status SessionImpl::check_split(const Dims& dims, const std::vector<ValueInfo>* whole) const {
+  std::string sym;
+  if (Status b = batch_symbol(graph, sym); !b.is_ok()) return b;
+  const int64_t n = dims.empty() || dims[0].empty() ? 0 : dims[0][0];
+  if (n < 2) return Status::ok();  // nothing to split
+  // The samples must be independent: shapes at half the batch against the whole one.
+  std::vector<ValueInfo> mine;
+  if (!whole) {
+    auto w = infer_values(graph, dims);
+    if (!w.is_ok()) return w.status();
+    mine = w.take();
+    whole = &mine;
+  }
+  auto half = infer_values(graph, with_batch(dims, n / 2));
+  return half.is_ok() ? check_chunkable(graph, half.value(), n / 2, *whole, n) : half.status();
+}
+
 Result<int64_t> SessionImpl::chunk_for(const Dims& dims) {
   if (budget == 0 || dims.empty()) return int64_t(0);
   {
@@ -72,14 +89,10 @@ Result<int64_t> SessionImpl::chunk_for(const Dims& dims) {
     std::lock_guard<std::mutex> l(mu);
     plans.erase(dims);
   }
-  std::string sym;
   const int64_t n = dims[0].empty() ? 0 : dims[0][0];
-  if (Status b = batch_symbol(graph, sym); !b.is_ok()) return too_big("it cannot run in chunks: " + b.message());
   if (n < 2) return too_big("a batch of " + std::to_string(n) + " cannot be split");
-  // The samples must be independent: shapes at half the batch against the whole one.
-  auto half = infer_values(graph, with_batch(dims, n / 2));
-  Status sep = half.is_ok() ? check_chunkable(graph, half.value(), n / 2, whole_info.value(), n) : half.status();
-  if (!sep.is_ok()) return too_big("it cannot run in chunks: " + sep.message());
+  if (Status sep = check_split(dims, &whole_info.value()); !sep.is_ok())
+    return too_big("it cannot run in chunks: " + sep.message());
   // Plans of chunk sizes until one fits: bytes = fixed (weights) + per-row x rows, learned from
   // each plan made (the whole batch's, or else the lower bound, gives the first guess).
   double fixed = 0, per = static_cast<double>(whole ? whole : lb) / static_cast<double>(n);
@@ -180,12 +193,6 @@ Status SessionImpl::run_chunked(const std::map<std::string, Tensor>& in, const D
                                                             Shape::of(od[i]).str() + " with a buffer");
   }
   // Rows [at, at + c) of every input and output, as views: each chunk writes its rows in place.
-  auto rows = [](const Tensor& t, int64_t n, int64_t at, int64_t c) {
-    std::vector<int64_t> d = t.dims();
-    const size_t row = n ? t.nbytes() / static_cast<size_t>(n) : 0;
-    d[0] = c;
-    return Tensor::view(t.dtype(), d, static_cast<char*>(const_cast<void*>(t.data())) + row * at, t.device());
-  };
   const std::vector<int64_t> sizes = chunk_sizes(n, chunk);
   std::vector<int64_t> first(sizes.size(), 0);
   for (size_t i = 1; i < sizes.size(); ++i) first[i] = first[i - 1] + sizes[i - 1];
@@ -194,9 +201,9 @@ Status SessionImpl::run_chunked(const std::map<std::string, Tensor>& in, const D
   auto one = [&](size_t i) -> Status {
     const int64_t at = first[i], c = sizes[i];
     std::map<std::string, Tensor> vin;
-    for (const auto& [name, t] : in) vin.emplace(name, rows(t, n, at, c));
+    for (const auto& [name, t] : in) vin.emplace(name, batch_rows(t, n, at, c));
     std::vector<Tensor> vout;
-    for (const Tensor& t : out) vout.push_back(rows(t, n, at, c));
+    for (const Tensor& t : out) vout.push_back(batch_rows(t, n, at, c));
     RunOptions r;
     if (ro.profile) r.profile = &timings[i];
     if (ro.device_ms) r.device_ms = &device_ms[i];

@@ -104,6 +104,11 @@ class SessionImpl {
   Status init(Graph g, const SessionOptions& o);
   Status validate(const std::map<std::string, Tensor>& in, Dims& dims, std::vector<const Tensor*>& ptrs) const;
   Result<std::shared_ptr<PlanEntry>> entry_for(const Dims& dims);
+  // The inputs' dims in model order from a name -> shape map (each checked against its input).
+  Status dims_of(const std::map<std::string, std::vector<int64_t>>& shapes, Dims& dims) const;
+  // Ok when a batch of these dims may be split along axis 0 (Session::check_batch_split); whole:
+  // the value infos at dims, when the caller has them.
+  Status check_split(const Dims& dims, const std::vector<ValueInfo>* whole = nullptr) const;
   Status run(const std::map<std::string, Tensor>& in, std::vector<Tensor>& out, bool allocate, const RunOptions& ro);
   // The plan's bytes on the session's device for one run (PlanReport::peak_bytes).
   size_t peak_of(const Plan& p) const;

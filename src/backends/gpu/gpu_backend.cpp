@@ -426,6 +426,8 @@ std::vector<BackendInfo> gpu_backend_infos() {
     b.device = "gpu:" + std::to_string(i);
     auto d = open_device(i);
     b.available = d.is_ok();
+    char bus[64] = {};
+    if (gpuDeviceGetPCIBusId(bus, sizeof bus, i) == gpuSuccess) b.pci_bus_id = bus;
     if (d.is_ok()) {
       b.version = std::string(kGpuVendor) + " " + d.value().name;
       b.details = GpuBackend::describe_device(d.value());

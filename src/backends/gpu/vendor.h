@@ -32,6 +32,7 @@ inline gpuError_t gpuGetDevice(int* d) { return hipGetDevice(d); }
 inline gpuError_t gpuSetDevice(int d) { return hipSetDevice(d); }
 inline gpuError_t gpuGetDeviceCount(int* n) { return hipGetDeviceCount(n); }
 inline gpuError_t gpuDriverGetVersion(int* v) { return hipDriverGetVersion(v); }
+inline gpuError_t gpuDeviceGetPCIBusId(char* id, int len, int d) { return hipDeviceGetPCIBusId(id, len, d); }
 inline gpuError_t gpuRuntimeGetVersion(int* v) { return hipRuntimeGetVersion(v); }
 inline gpuError_t gpuGetDeviceProperties(gpuDeviceProp* p, int d) { return hipGetDeviceProperties(p, d); }
 inline gpuError_t gpuDeviceSynchronize() { return hipDeviceSynchronize(); }
@@ -103,6 +104,7 @@ inline gpuError_t gpuGetDevice(int* d) { return cudaGetDevice(d); }
 inline gpuError_t gpuSetDevice(int d) { return cudaSetDevice(d); }
 inline gpuError_t gpuGetDeviceCount(int* n) { return cudaGetDeviceCount(n); }
 inline gpuError_t gpuDriverGetVersion(int* v) { return cudaDriverGetVersion(v); }
+inline gpuError_t gpuDeviceGetPCIBusId(char* id, int len, int d) { return cudaDeviceGetPCIBusId(id, len, d); }
 inline gpuError_t gpuRuntimeGetVersion(int* v) { return cudaRuntimeGetVersion(v); }
 inline gpuError_t gpuGetDeviceProperties(gpuDeviceProp* p, int d) { return cudaGetDeviceProperties(p, d); }
 inline gpuError_t gpuDeviceSynchronize() { return cudaDeviceSynchronize(); }
