@@ -93,6 +93,7 @@ Result<std::vector<Device>> parse_device_list(const std::string& s) {
   std::string tok;
   while (std::getline(ss, tok, ',')) {
     const std::string what = "device list '" + s + "': ";
+    if (tok.empty()) return Status::error(StatusCode::kInvalidInput, what + "empty entry");
     if (tok == "gpu:all") {
       const int n = gpu_count();
       if (n == 0) return Status::error(StatusCode::kUnsupported, what + "gpu:all, but no GPU was found");

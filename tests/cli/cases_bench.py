@@ -234,3 +234,44 @@ def add(c, small):
         one_line_error(*c.sh("bench", small, "--arena-extend", "doubling"), 2, "--arena-extend",
                        "next_power_of_two")
     c.test("bench --streams 1,2 and --arena-extend", streams)
+
+    def device_list():
+        # Two engines on the CPU stand in for two GPUs: the rows of a latency-mode run are the
+        # single device's, the JSON has the scaling and each device's share.
+        x = RNG.standard_normal((5, 3, 8, 8)).astype(np.float32)
+        src = c.path("multi_in.npy")
+        np.save(src, x)
+        ys = []
+        for extra in ([], ["--device", "cpu,cpu"], ["--device", "cpu,cpu", "--multi", "throughput"]):
+            d = c.mkdir("multi_out%d" % len(ys))
+            ok(*c.sh("run", small, "--input", "input=" + src, "--output-dir", d, "--search", "off", *extra))
+            ys.append(np.load(os.path.join(d, "output.npy")))
+        for y in ys[1:]:
+            expect(y.shape == (5, 2) and np.allclose(ys[0], y, rtol=1e-5, atol=1e-6),
+                   "a device-list run differs from one device by %g" % float(np.abs(ys[0] - y).max()))
+        for mode in ("latency", "throughput"):
+            rc, out, err = c.sh("bench", small, "--device", "cpu,cpu", "--multi", mode, "--batch", "1,4",
+                                "--iterations", 3, "--warmup", 1, "--json", "-", "--quiet")
+            ok(rc, out, err)
+            j = json.loads(out)
+            expect(j["mode"] == mode and j["devices"] == "cpu, cpu", "header %r" % {k: j[k] for k in ("mode", "devices")})
+            rows = j["rows"]
+            expect([r["batch"] for r in rows] == [1, 4], "batches %r" % [r["batch"] for r in rows])
+            for r in rows:
+                expect(r["one_items_per_s"] > 0 and r["all_items_per_s"] > 0 and r["scaling"] > 0, "row %r" % r)
+                expect(len(r["per_device"]) == 2, "per_device %r" % r["per_device"])
+                rows_run = sum(d["rows"] for d in r["per_device"])
+                want = r["all_runs"] * r["batch"]
+                expect(rows_run == want, "devices ran %d rows, %d runs of %d make %d" %
+                       (rows_run, r["all_runs"], r["batch"], want))
+            if mode == "latency":  # batch 4 in two blocks of 2; batch 1 on the first device only
+                expect(rows[1]["per_device"][0]["rows"] == rows[1]["per_device"][1]["rows"], "blocks %r" % rows[1])
+                expect(rows[0]["per_device"][1]["rows"] == 0, "batch 1 used the second device: %r" % rows[0])
+        one_line_error(*c.sh("bench", small, "--device", "cpu,cpu", "--streams", "2"), 2, "--streams",
+                       "device list")
+        one_line_error(*c.sh("bench", small, "--device", "cpu,,cpu"), 2, "--device", "empty entry")
+        one_line_error(*c.sh("info", small, "--device", "cpu,cpu"), 2, "--device", "run and bench")
+        one_line_error(*c.sh("run", small, "--multi", "latency"), 2, "--multi", "device list")
+        one_line_error(*c.sh("run", small, "--device", "cpu,cpu", "--multi", "fastest"), 2, "--multi")
+    c.test("run and bench on a device list (two CPU engines): equal outputs, scaling, per-device rows",
+           device_list)

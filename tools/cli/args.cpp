@@ -299,7 +299,9 @@ std::string overview_text() {
 std::vector<OptSpec> session_opt_specs() {
   const std::string cores = std::to_string(logical_cores());
   return {
-      {"--device", "DEV", "cpu | gpu | gpu:N (default cpu; `infera doctor` lists the GPUs)"},
+      {"--device", "DEV",
+       "cpu | gpu | gpu:N (default cpu; `infera doctor` lists the GPUs); run and bench\n"
+       "also take a list: gpu:all, gpu:0,1, gpu:0,0 (two engines on one GPU), cpu,cpu"},
       {"--precision", "P", "fp32 | fp16 (fp16: GPU only; default fp32; int8 and mixed are not\nimplemented yet)"},
       {"--graph", "MODE", "GPU graphs: on | off | auto (default auto = on for static plans)"},
       {"--tf32", "", "GPU: allow TF32 matrix math for fp32 (default off: fp32 is fp32)"},

@@ -68,4 +68,22 @@ std::string bench_json(const BenchMeta& m, const std::vector<BenchRow>& rows, si
 
 extern const char* const kMemoryNote;
 
+// A number for JSON ("%.6g"; null when not finite).
+std::string json_num(double v);
+
+// bench with a device list (bench_multi.cpp).
+struct BenchMultiRequest {
+  std::string model, json_path, command;
+  SessionOptions opts;
+  MultiDeviceOptions multi;
+  std::vector<std::optional<int64_t>> batches;
+  std::vector<ShapeSpec> shape_specs;
+  std::vector<std::string> input_specs;
+  uint32_t seed = 0;
+  int warmup = 5, iters = 0;
+  double duration = 3;
+  bool quiet = false;
+};
+int bench_multi(const BenchMultiRequest& r);
+
 }  // namespace infera::cli

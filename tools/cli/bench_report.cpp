@@ -82,7 +82,7 @@ void print_profile(FILE* out, const BenchRow& r, size_t top) {
   fflush(out);
 }
 
-static std::string num(double v) {
+std::string json_num(double v) {
   if (!std::isfinite(v)) return "null";
   char b[64];
   snprintf(b, sizeof b, "%.6g", v);
@@ -109,7 +109,7 @@ std::string bench_json(const BenchMeta& m, const std::vector<BenchRow>& rows, si
   j += "  \"threads\": " + std::to_string(m.threads) + ",\n";
   j += "  \"warmup_runs\": " + std::to_string(m.warmup) + ",\n";
   j += "  \"iterations\": " + (m.iterations ? std::to_string(m.iterations) : "null") + ",\n";
-  j += "  \"duration_s\": " + (m.iterations ? "null" : num(m.duration_s)) + ",\n";
+  j += "  \"duration_s\": " + (m.iterations ? "null" : json_num(m.duration_s)) + ",\n";
   j += "  \"inputs\": " + m.inputs_json + ",\n";
   j += "  \"memory_note\": " + json_str(kMemoryNote) + ",\n";
   j += "  \"results\": [";
@@ -120,20 +120,21 @@ std::string bench_json(const BenchMeta& m, const std::vector<BenchRow>& rows, si
     size_t k = 0;
     for (auto& [name, d] : r.shapes) j += (k++ ? ", " : "") + json_str(name) + ": " + dims_json(d);
     j += "}, \"streams\": " + std::to_string(r.streams) + ", \"count\": " + std::to_string(r.lat.count);
-    j += ", \"latency_ms_p50\": " + num(r.lat.p50) + ", \"latency_ms_p90\": " + num(r.lat.p90);
-    j += ", \"latency_ms_p99\": " + (r.lat.has_p99 ? num(r.lat.p99) : "null");
+    j += ", \"latency_ms_p50\": " + json_num(r.lat.p50) + ", \"latency_ms_p90\": " + json_num(r.lat.p90);
+    j += ", \"latency_ms_p99\": " + (r.lat.has_p99 ? json_num(r.lat.p99) : "null");
     j += ", \"latency_source\": " + std::string(r.device_timed ? "\"device events\"" : "\"host clock\"") +
-         ", \"host_latency_ms_mean\": " + num(r.host_lat.mean) + ", \"host_latency_ms_p50\": " + num(r.host_lat.p50);
-    j += ", \"latency_ms_mean\": " + num(r.lat.mean) + ", \"latency_ms_min\": " + num(r.lat.min);
-    j += ", \"latency_ms_max\": " + num(r.lat.max) + ", \"latency_ms_stddev\": " + num(r.lat.stddev);
-    j += ", \"throughput_per_s\": " + num(r.throughput);
+         ", \"host_latency_ms_mean\": " + json_num(r.host_lat.mean) +
+         ", \"host_latency_ms_p50\": " + json_num(r.host_lat.p50);
+    j += ", \"latency_ms_mean\": " + json_num(r.lat.mean) + ", \"latency_ms_min\": " + json_num(r.lat.min);
+    j += ", \"latency_ms_max\": " + json_num(r.lat.max) + ", \"latency_ms_stddev\": " + json_num(r.lat.stddev);
+    j += ", \"throughput_per_s\": " + json_num(r.throughput);
     j += ", \"peak_memory_bytes\": " + std::to_string(r.session_bytes + r.io_bytes);
     if (r.device_bytes) j += ", \"device_memory_bytes\": " + std::to_string(r.device_bytes);
     j += ", \"session_allocated_bytes\": " + std::to_string(r.session_bytes);
     j += ", \"io_bytes\": " + std::to_string(r.io_bytes);
     j += ", \"planned_bytes\": " + std::to_string(r.planned_bytes);
     j += ", \"peak_rss_bytes\": " + std::to_string(r.peak_rss_bytes);
-    j += ", \"build_ms\": " + num(r.build_ms);
+    j += ", \"build_ms\": " + json_num(r.build_ms);
     j += ", \"plan_memory\": {\"weight_bytes\": " + std::to_string(r.weight_bytes) +
          ", \"arena_bytes\": " + std::to_string(r.arena_bytes) +
          ", \"scratch_bytes\": " + std::to_string(r.scratch_bytes) +
@@ -145,8 +146,8 @@ std::string bench_json(const BenchMeta& m, const std::vector<BenchRow>& rows, si
       for (size_t n = 0; n < r.profile.size() && n < top; ++n) {
         const NodeTime& t = r.profile[n];
         j += (n ? ", " : "") + std::string("{\"node\": ") + json_str(t.node) + ", \"op\": " + json_str(t.op) +
-             ", \"backend\": " + json_str(t.backend) + ", \"ms_per_run\": " + num(t.ms / runs) +
-             ", \"calls_per_run\": " + num(static_cast<double>(t.calls) / runs) + "}";
+             ", \"backend\": " + json_str(t.backend) + ", \"ms_per_run\": " + json_num(t.ms / runs) +
+             ", \"calls_per_run\": " + json_num(static_cast<double>(t.calls) / runs) + "}";
       }
       j += "]";
     }

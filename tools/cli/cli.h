@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "infera/infera.h"
+#include "infera/multi_device.h"
 
 namespace infera::cli {
 
@@ -75,7 +76,11 @@ int handle_help_and_usage(const CommandSpec& cmd, const Args& a);
 // Logical cores (the library's default thread count, and the top of --threads' range).
 int logical_cores();
 // Session options from --threads/--device/--precision/--no-optimize/--no-dnnl/--verbose.
-void session_options(Args& a, SessionOptions& o);
+// devices: where the command takes a device list (--device gpu:all, gpu:0,1: run and bench), the
+// list (one entry for a single device; o.device is its first); elsewhere a list is a usage error.
+void session_options(Args& a, SessionOptions& o, std::vector<Device>* devices = nullptr);
+// --multi latency|throughput (run and bench with a device list).
+MultiDeviceOptions::Mode multi_mode(Args& a, size_t devices);
 
 std::string shape_str(const std::vector<int64_t>& d);  // "[1,3,8,8]"
 std::string io_shape_str(const IoInfo& io);            // "[batch,3,8,8]"

@@ -51,6 +51,10 @@ const CommandSpec& bench_spec() {
                          "the per-step timer overhead)"});
     c.options.push_back({"--top", "N", "rows of the --profile table, 1..1000000 (default 20)"});
     for (auto& o : session_opt_specs()) c.options.push_back(o);
+    c.options.push_back({"--multi", "MODE",
+                         "with a device list: latency (default: each run's batch split across\nthe devices) | "
+                         "throughput (whole runs dealt to the devices in turn);\nprints the first device alone, "
+                         "all of them, and the scaling"});
     c.options.push_back(verbose_opt_spec());
     c.options.push_back({"--quiet", "", "no configuration and no table (with --json FILE only the file)"});
     return c;
@@ -247,7 +251,14 @@ int cmd_bench(int argc, char** argv) {
   const CommandSpec& spec = bench_spec();
   Args a = parse_args(argc, argv, 2, spec);
   SessionOptions opts;
-  session_options(a, opts);
+  std::vector<Device> devices;
+  session_options(a, opts, &devices);
+  MultiDeviceOptions multi;
+  multi.devices = devices;
+  multi.mode = multi_mode(a, devices.size());
+  if (devices.size() > 1)
+    for (const char* o : {"--profile", "--streams", "--io", "--top"})
+      if (a.has(o)) a.error(std::string(o) + " is not for a device list (--device " + a.get("--device") + ")");
   // Batches run one after another: the memory figure is this batch's (a batch run in chunks under
   // --memory-budget uses two plans: the chunk's and the last, smaller one's).
   opts.max_cached_plans = opts.memory_budget_bytes ? 2 : 1;
@@ -303,6 +314,23 @@ int cmd_bench(int argc, char** argv) {
   if (int rc = handle_help_and_usage(spec, a); rc >= 0) return rc;
 
   const std::string model = a.positional[0];
+  if (devices.size() > 1) {
+    BenchMultiRequest r;
+    r.model = model;
+    r.json_path = a.get("--json");
+    for (int i = 0; i < argc; ++i) r.command += (i ? " " : "") + std::string(i ? argv[i] : "infera");
+    r.opts = opts;
+    r.multi = multi;
+    r.batches = batches;
+    r.shape_specs = shape_specs;
+    r.input_specs = a.all("--input");
+    r.seed = seed;
+    r.warmup = warmup;
+    r.iters = iters;
+    r.duration = duration;
+    r.quiet = a.has("--quiet");
+    return bench_multi(r);
+  }
   const std::string json_path = a.get("--json");
   const bool json_stdout = json_path == "-";
   const bool quiet = a.has("--quiet");

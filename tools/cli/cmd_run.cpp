@@ -25,6 +25,9 @@ const CommandSpec& run_spec() {
     c.options.push_back({"--seed", "N", "seed of the random inputs, 0..4294967295 (default 0)"});
     c.options.push_back({"--output-dir", "DIR", "where the .npy files go, created if missing (default .)"});
     for (auto& o : session_opt_specs()) c.options.push_back(o);
+    c.options.push_back({"--multi", "MODE",
+                         "with a device list: latency (default: the batch split across the\ndevices, outputs joined "
+                         "in order) | throughput (the run goes whole to one)"});
     c.options.push_back(verbose_opt_spec());
     c.options.push_back({"--quiet", "", "print nothing on success"});
     return c;
@@ -51,7 +54,11 @@ int cmd_run(int argc, char** argv) {
   const CommandSpec& spec = run_spec();
   Args a = parse_args(argc, argv, 2, spec);
   SessionOptions opts;
-  session_options(a, opts);
+  std::vector<Device> devices;
+  session_options(a, opts, &devices);
+  MultiDeviceOptions multi;
+  multi.devices = devices;
+  multi.mode = multi_mode(a, devices.size());
   std::optional<int64_t> batch;
   if (a.has("--batch")) batch = a.get_int("--batch", 1, 1, 1 << 20);
   const uint32_t seed = static_cast<uint32_t>(a.get_int("--seed", 0, 0, 4294967295ll));
@@ -64,10 +71,27 @@ int cmd_run(int argc, char** argv) {
   const bool quiet = a.has("--quiet");
   const bool progress = !quiet && stderr_is_tty();
   if (progress) fprintf(stderr, "loading %s...\r", safe_line(a.positional[0]).c_str());
-  auto sess = Session::load(a.positional[0], opts);
+  // Several devices: a MultiDeviceSession; its first device's session answers the questions about
+  // inputs and shapes.
+  std::unique_ptr<Session> one;
+  std::unique_ptr<MultiDeviceSession> many;
+  Status loaded = Status::ok();
+  if (devices.size() > 1) {
+    auto m = MultiDeviceSession::load(a.positional[0], opts, multi);
+    if (m.is_ok())
+      many = m.take();
+    else
+      loaded = m.status();
+  } else {
+    auto m = Session::load(a.positional[0], opts);
+    if (m.is_ok())
+      one = m.take();
+    else
+      loaded = m.status();
+  }
   if (progress) fprintf(stderr, "\033[K");
-  if (!sess.is_ok()) return fail(sess.message());
-  Session& s = *sess.value();
+  if (!loaded.is_ok()) return fail(loaded.message());
+  Session& s = many ? many->session(0) : *one;
 
   // Output names first: a collision is known before anything runs.
   const std::string dir = a.get("--output-dir", ".");
@@ -91,7 +115,7 @@ int cmd_run(int argc, char** argv) {
   Status st = make_dirs(dir);
   if (!st.is_ok()) return fail(st.message());
 
-  auto outs = s.run(inputs.value());
+  auto outs = many ? many->run(inputs.value()) : s.run(inputs.value());
   if (!outs.is_ok()) return fail(outs.message());
   for (size_t i = 0; i < outs.value().size(); ++i) {
     const Tensor& t = outs.value()[i];

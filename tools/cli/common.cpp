@@ -37,18 +37,39 @@ int handle_help_and_usage(const CommandSpec& cmd, const Args& a) {
   return -1;
 }
 
+MultiDeviceOptions::Mode multi_mode(Args& a, size_t devices) {
+  const std::string m = a.get("--multi", "latency");
+  if (a.has("--multi") && devices < 2) a.error("--multi needs a device list (--device gpu:all, gpu:0,1, ...)");
+  if (m == "throughput") return MultiDeviceOptions::Mode::kThroughput;
+  if (m != "latency") a.error("--multi expects latency or throughput, got '" + m + "'");
+  return MultiDeviceOptions::Mode::kLatency;
+}
+
 int logical_cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
-void session_options(Args& a, SessionOptions& o) {
+void session_options(Args& a, SessionOptions& o, std::vector<Device>* devices) {
   // More threads than cores only makes OpenMP threads wait on each other, and a huge count ends
   // in libgomp's own abort when thread creation fails: the range is the machine's cores.
   o.num_threads = static_cast<int>(a.get_int("--threads", 0, 1, logical_cores()));
+  if (devices) *devices = {o.device};
   if (a.has("--device")) {
-    auto dev = Device::parse(a.get("--device"));
-    if (dev.is_ok())
-      o.device = dev.value();
-    else
-      a.error("--device: " + dev.message());
+    const std::string d = a.get("--device");
+    if (d.find(',') != std::string::npos || d == "gpu:all") {
+      auto list = parse_device_list(d);
+      if (!devices)
+        a.error("--device: a device list ('" + d + "') is for run and bench; give one device (cpu, gpu, gpu:N)");
+      else if (!list.is_ok())
+        a.error("--device: " + list.message());
+      else
+        *devices = list.value(), o.device = list.value()[0];
+    } else {
+      auto dev = Device::parse(d);
+      if (dev.is_ok())
+        o.device = dev.value();
+      else
+        a.error("--device: " + dev.message());
+      if (devices) *devices = {o.device};
+    }
   }
   if (a.has("--precision")) {
     auto prec = parse_precision(a.get("--precision"));
