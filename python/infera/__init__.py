@@ -17,11 +17,11 @@ from ._infera import (DeviceError, InferaError, InternalError, InvalidInput, Inv
                       Unsupported)
 from ._options import (ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions, get_all_providers,
                        get_available_providers)
-from ._session import InferenceSession, IoBinding, ModelMetadata, NodeArg, StepTiming
+from ._session import InferenceSession, IoBinding, ModelMetadata, MultiDeviceSession, NodeArg, StepTiming
 
 __version__ = _infera.version()
 
-__all__ = ["InferenceSession", "SessionOptions", "RunOptions", "IoBinding", "NodeArg", "ModelMetadata", "StepTiming",
+__all__ = ["InferenceSession", "MultiDeviceSession", "SessionOptions", "RunOptions", "IoBinding", "NodeArg", "ModelMetadata", "StepTiming",
            "GraphOptimizationLevel", "ExecutionMode", "InferaError", "InvalidModel", "InvalidInput", "Unsupported",
            "OutOfMemory", "DeviceError", "IoError", "InternalError", "get_available_providers", "get_all_providers",
            "get_device", "available_backends", "cli_path", "quantize", "build", "__version__"]
@@ -85,7 +85,7 @@ def cli_path():
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "infera")
 
 
-for _cls in (InferenceSession, IoBinding, ModelMetadata, NodeArg, StepTiming, SessionOptions, RunOptions,
+for _cls in (InferenceSession, MultiDeviceSession, IoBinding, ModelMetadata, NodeArg, StepTiming, SessionOptions, RunOptions,
              GraphOptimizationLevel, ExecutionMode):
     _cls.__module__ = "infera"  # help() and reprs name the public module
 del _cls

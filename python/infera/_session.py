@@ -312,3 +312,53 @@ class IoBinding:
         """The last run's outputs as NumPy arrays (host outputs only)."""
         import numpy as np
         return [np.asarray(o) if isinstance(o, np.ndarray) else np.from_dlpack(o) for o in self.get_outputs()]
+
+
+class MultiDeviceSession:
+    """One model on several devices at once, data-parallel (docs/multi_device.md)::
+
+        sess = infera.MultiDeviceSession("model.onnx", devices="gpu:all")
+        outs = sess.run(None, {"input": x})          # list of numpy arrays, rows in input order
+
+    ``devices``: "gpu:all", "gpu:0,1", "gpu:0,0" (two engines on one GPU), "cpu,cpu". ``mode``:
+    "latency" (each run's batch split into one block of rows per device, run at once; the model's
+    samples must be independent) or "throughput" (each run goes whole to the next device in turn:
+    call ``run`` from several threads). ``sess_options`` as for InferenceSession (its device is
+    replaced by each entry of ``devices``). ``run`` takes host arrays and releases the GIL."""
+
+    def __init__(self, path, devices="gpu:all", mode="latency", sess_options=None):
+        if sess_options is None:
+            sess_options = SessionOptions()
+        elif not isinstance(sess_options, SessionOptions):
+            raise _infera.InvalidInput("sess_options must be an infera.SessionOptions, found %s"
+                                       % type(sess_options).__name__)
+        if not isinstance(devices, str) or not isinstance(mode, str):
+            raise _infera.InvalidInput("devices and mode must be str")
+        self._core = _infera.load_multi(os.fspath(path), devices, mode, **sess_options._core_kwargs("cpu"))
+        self._inputs = [NodeArg(*t) for t in self._core.inputs()]
+        self._outputs = [NodeArg(*t) for t in self._core.outputs()]
+        self.mode = mode
+
+    def get_inputs(self):
+        """The model's inputs (list of NodeArg), in model order."""
+        return list(self._inputs)
+
+    def get_outputs(self):
+        """The model's outputs (list of NodeArg), in model order."""
+        return list(self._outputs)
+
+    @property
+    def device_count(self):
+        """How many engines (devices, with repeats) the session runs on."""
+        return self._core.device_count()
+
+    def run(self, output_names, input_feed):
+        """Runs on {input name: array}; returns the outputs named (None: all) as numpy arrays."""
+        return self._core.run(output_names, input_feed)
+
+    def stats(self):
+        """Per device since load or reset_stats(): device, numa_node, pinned, runs, rows, busy_ms."""
+        return self._core.stats()
+
+    def reset_stats(self):
+        self._core.reset_stats()

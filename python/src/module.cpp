@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "convert.h"
+#include "infera/multi_device.h"
 #include "infera/quantize.h"
 
 namespace infera::py {
@@ -81,6 +82,26 @@ nb::dict report_dict(const PlanReport& r) {
   d["chunk_batch"] = r.chunk_batch;
   d["chunks"] = r.chunks;
   return d;
+}
+
+// {name: array} -> tensors on `dev` (held keeps what they view alive); in_index: the inputs' dtypes.
+std::map<std::string, Tensor> feeds_of(nb::handle feeds, std::vector<Feed>& held,
+                                       const std::map<std::string, DataType>& in_index, Device dev) {
+  if (!PyDict_Check(feeds.ptr()))
+    raise_error(StatusCode::kInvalidInput,
+                std::string("input_feed must be a dict {name: array}, found ") + nb::type_name(feeds.type()).c_str());
+  std::map<std::string, Tensor> in;
+  held.reserve(PyDict_Size(feeds.ptr()));
+  for (auto [k, v] : nb::borrow<nb::dict>(feeds)) {
+    if (!nb::isinstance<nb::str>(k))
+      raise_error(StatusCode::kInvalidInput,
+                  std::string("input_feed keys must be input names (str), found ") + nb::type_name(k.type()).c_str());
+    std::string name = utf8_of(k, "input_feed key");
+    auto it = in_index.find(name);  // unknown names: Session::run names them and the model's inputs
+    held.push_back(to_feed(v, name, it == in_index.end() ? DataType::kUndefined : it->second, dev));
+    in.emplace(name, held.back().tensor);
+  }
+  return in;
 }
 
 class PySession {
@@ -270,21 +291,7 @@ class PySession {
   }
 
   std::map<std::string, Tensor> convert_feeds(nb::handle feeds, std::vector<Feed>& held) const {
-    if (!PyDict_Check(feeds.ptr()))
-      raise_error(StatusCode::kInvalidInput,
-                  std::string("input_feed must be a dict {name: array}, found ") + nb::type_name(feeds.type()).c_str());
-    std::map<std::string, Tensor> in;
-    held.reserve(PyDict_Size(feeds.ptr()));
-    for (auto [k, v] : nb::borrow<nb::dict>(feeds)) {
-      if (!nb::isinstance<nb::str>(k))
-        raise_error(StatusCode::kInvalidInput,
-                    std::string("input_feed keys must be input names (str), found ") + nb::type_name(k.type()).c_str());
-      std::string name = utf8_of(k, "input_feed key");
-      auto it = in_index_.find(name);  // unknown names: Session::run names them and the model's inputs
-      held.push_back(to_feed(v, name, it == in_index_.end() ? DataType::kUndefined : it->second, device_));
-      in.emplace(name, held.back().tensor);
-    }
-    return in;
+    return feeds_of(feeds, held, in_index_, device_);
   }
 
   // Outputs of this input shape on `on`, from the plan's output dims (prepare: cached).
@@ -378,10 +385,11 @@ nb::dict quantize_model(const std::string& model, const std::string& out, nb::li
   return d;
 }
 
-PySession load(nb::handle model, const std::string& model_dir, const std::string& device, const std::string& precision,
-               const std::vector<std::string>& backends, int num_threads, bool optimize, int max_cached_plans,
-               int max_run_contexts, bool allow_tf32, bool vendor_libraries, const std::string& gpu_graphs, int verbose,
-               const std::string& perf_db, size_t memory_budget_bytes, const std::string& arena_extend) {
+SessionOptions options_of(const std::string& device, const std::string& precision,
+                          const std::vector<std::string>& backends, int num_threads, bool optimize,
+                          int max_cached_plans, int max_run_contexts, bool allow_tf32, bool vendor_libraries,
+                          const std::string& gpu_graphs, int verbose, const std::string& perf_db,
+                          size_t memory_budget_bytes, const std::string& arena_extend) {
   SessionOptions o;
   auto dev = Device::parse(device);
   if (!dev.is_ok()) raise_status(dev.status());
@@ -413,6 +421,16 @@ PySession load(nb::handle model, const std::string& model_dir, const std::string
     o.arena_extend = SessionOptions::ArenaExtend::kNextPowerOfTwo;
   else
     raise_error(StatusCode::kInvalidInput, "arena_extend_strategy must be \"kNextPowerOfTwo\" or \"kSameAsRequested\"");
+  return o;
+}
+
+PySession load(nb::handle model, const std::string& model_dir, const std::string& device, const std::string& precision,
+               const std::vector<std::string>& backends, int num_threads, bool optimize, int max_cached_plans,
+               int max_run_contexts, bool allow_tf32, bool vendor_libraries, const std::string& gpu_graphs, int verbose,
+               const std::string& perf_db, size_t memory_budget_bytes, const std::string& arena_extend) {
+  const SessionOptions o =
+      options_of(device, precision, backends, num_threads, optimize, max_cached_plans, max_run_contexts, allow_tf32,
+                 vendor_libraries, gpu_graphs, verbose, perf_db, memory_budget_bytes, arena_extend);
   Result<std::unique_ptr<Session>> r = std::unique_ptr<Session>();
   if (nb::isinstance<nb::bytes>(model)) {
     nb::bytes b = nb::borrow<nb::bytes>(model);
@@ -429,6 +447,92 @@ PySession load(nb::handle model, const std::string& model_dir, const std::string
   }
   if (!r.is_ok()) raise_status(r.status());
   return PySession(std::shared_ptr<Session>(r.take()));
+}
+
+// MultiDeviceSession (include/infera/multi_device.h): host feeds in, numpy outputs out.
+class PyMultiSession {
+ public:
+  explicit PyMultiSession(std::shared_ptr<MultiDeviceSession> m) : m_(std::move(m)) {
+    for (const IoInfo& io : m_->inputs()) in_index_[io.name] = io.dtype;
+  }
+  nb::list inputs() const { return io_list(m_->inputs()); }
+  nb::list outputs() const { return io_list(m_->outputs()); }
+  size_t device_count() const { return m_->device_count(); }
+  nb::list run(nb::handle names, nb::handle feeds) {
+    const auto& outs = m_->outputs();
+    std::vector<size_t> pick;
+    if (names.is_none()) {
+      for (size_t i = 0; i < outs.size(); ++i) pick.push_back(i);
+    } else {
+      for (nb::handle h : names) {
+        if (!nb::isinstance<nb::str>(h)) raise_error(StatusCode::kInvalidInput, "output names must be str");
+        const std::string n = utf8_of(h, "output name");
+        size_t i = 0;
+        while (i < outs.size() && outs[i].name != n) ++i;
+        if (i == outs.size()) raise_error(StatusCode::kInvalidInput, "unknown output '" + n + "'");
+        pick.push_back(i);
+      }
+    }
+    std::vector<Feed> held;
+    std::map<std::string, Tensor> in = feeds_of(feeds, held, in_index_, Device::cpu());
+    Result<std::vector<Tensor>> r = std::vector<Tensor>{};
+    {
+      nb::gil_scoped_release unlocked;
+      r = m_->run(in);
+    }
+    held.clear();
+    if (!r.is_ok()) raise_status(r.status());
+    std::vector<Tensor> out = r.take();
+    nb::list result;
+    for (size_t i : pick) result.append(to_python(std::move(out[i]), false, outs[i].name));
+    return result;
+  }
+  nb::list stats() const {
+    nb::list l;
+    for (const DeviceStats& d : m_->stats()) {
+      nb::dict x;
+      x["device"] = d.device.str();
+      x["numa_node"] = d.numa_node;
+      x["pinned"] = d.pinned;
+      x["runs"] = d.runs;
+      x["rows"] = d.rows;
+      x["busy_ms"] = d.busy_ms;
+      l.append(x);
+    }
+    return l;
+  }
+  void reset_stats() { m_->reset_stats(); }
+
+ private:
+  std::shared_ptr<MultiDeviceSession> m_;
+  std::map<std::string, DataType> in_index_;
+};
+
+PyMultiSession load_multi(const std::string& path, const std::string& devices, const std::string& mode,
+                          const std::string& device, const std::string& precision,
+                          const std::vector<std::string>& backends, int num_threads, bool optimize,
+                          int max_cached_plans, int max_run_contexts, bool allow_tf32, bool vendor_libraries,
+                          const std::string& gpu_graphs, int verbose, const std::string& perf_db,
+                          size_t memory_budget_bytes, const std::string& arena_extend) {
+  (void)device;  // each engine's device comes from the list
+  const SessionOptions o =
+      options_of("cpu", precision, backends, num_threads, optimize, max_cached_plans, max_run_contexts, allow_tf32,
+                 vendor_libraries, gpu_graphs, verbose, perf_db, memory_budget_bytes, arena_extend);
+  auto list = parse_device_list(devices);
+  if (!list.is_ok()) raise_status(list.status());
+  MultiDeviceOptions m;
+  m.devices = list.value();
+  if (mode == "throughput")
+    m.mode = MultiDeviceOptions::Mode::kThroughput;
+  else if (mode != "latency")
+    raise_error(StatusCode::kInvalidInput, "mode must be \"latency\" or \"throughput\", got \"" + mode + "\"");
+  Result<std::unique_ptr<MultiDeviceSession>> r = std::unique_ptr<MultiDeviceSession>();
+  {
+    nb::gil_scoped_release unlocked;
+    r = MultiDeviceSession::load(path, o, m);
+  }
+  if (!r.is_ok()) raise_status(r.status());
+  return PyMultiSession(std::shared_ptr<MultiDeviceSession>(r.take()));
 }
 
 nb::list backends_list() {
@@ -512,6 +616,18 @@ NB_MODULE(_infera, m) {
         nb::arg("backends"), nb::arg("num_threads"), nb::arg("optimize"), nb::arg("max_cached_plans"),
         nb::arg("max_run_contexts"), nb::arg("allow_tf32"), nb::arg("vendor_libraries"), nb::arg("gpu_graphs"),
         nb::arg("verbose"), nb::arg("perf_db"), nb::arg("memory_budget_bytes"), nb::arg("arena_extend"));
+  m.def("load_multi", &load_multi, nb::arg("model"), nb::arg("devices"), nb::arg("mode"), nb::arg("device"),
+        nb::arg("precision"), nb::arg("backends"), nb::arg("num_threads"), nb::arg("optimize"),
+        nb::arg("max_cached_plans"), nb::arg("max_run_contexts"), nb::arg("allow_tf32"), nb::arg("vendor_libraries"),
+        nb::arg("gpu_graphs"), nb::arg("verbose"), nb::arg("perf_db"), nb::arg("memory_budget_bytes"),
+        nb::arg("arena_extend"));
+  nb::class_<PyMultiSession>(m, "MultiSession")
+      .def("inputs", &PyMultiSession::inputs)
+      .def("outputs", &PyMultiSession::outputs)
+      .def("device_count", &PyMultiSession::device_count)
+      .def("stats", &PyMultiSession::stats)
+      .def("reset_stats", &PyMultiSession::reset_stats)
+      .def("run", &PyMultiSession::run, nb::arg("names").none(), nb::arg("feeds").none());
   nb::class_<PySession>(m, "Session")
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
