@@ -9,7 +9,8 @@
 #   3. a saved plan, where this build has `infera build`: build fp16 b1,256, then bench from it.
 # Usage (device tool, carry [".gpu-infera"] holding stage.tar.xz, node-tests.tar.xz,
 # python-stage.tar.xz, torch_peer.py): bash bench/gpu/memory_run.sh [TOTAL_S]
-# SKIP="coldwarm streams" leaves those parts out (a rerun after a fix).
+# SKIP="coldwarm streams iplan256 multi" leaves those parts out (a rerun after a fix). Also: a plan saved
+# for b256 only against the warm ONNX (like for like), and the device list gpu:0,0 (issue 14's code).
 set -u
 stage=.gpu-infera/stage.tar.xz total=${1:-480}
 want() { [[ " ${SKIP:-} " != *" $1 "* ]]; }
@@ -65,5 +66,26 @@ if "$bin/infera" build --help >/dev/null 2>&1; then
   done
   timeout 100 "$bin/infera" bench /tmp/r50.iplan --device gpu --precision fp16 --batch 1,256 --io device --warmup 10 \
     --duration 1.5 --json "$out/iplan.json" 2>&1 | grep -E "^ +(batch|[0-9]+) |load|error"
+fi
+if want iplan256; then
+  # Like for like: a plan saved for b256 only, loaded in a fresh process, against the ONNX with the warm DB.
+  timeout 120 "$bin/infera" build $m -o /tmp/r50-256.iplan --device gpu --precision fp16 --batch 256 --perf-db "$db" \
+    2>&1 | tail -n 1
+  for f in /tmp/r50-256.iplan $m /tmp/r50-256.iplan $m; do
+    extra=(); [ "$f" = "$m" ] && extra=(--perf-db "$db")
+    t0=$(date +%s%N)
+    timeout 60 "$bin/infera" info "$f" --device gpu --precision fp16 --batch 256 "${extra[@]}" >/dev/null 2>&1
+    echo "load + plan b256 of $(basename $f) (b256-only plan): exit $?, $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  done
+fi
+if want multi; then
+  # Two engines on the one GPU (the lent machine has one): the plumbing of --device lists on the
+  # device, not a scaling figure (two engines share one GPU's SMs).
+  echo "== device list gpu:0,0 ($(left) s left)"
+  for mode in latency throughput; do
+    timeout 150 "$bin/infera" bench $m --device gpu:0,0 --multi $mode --precision fp16 --batch 32,256 --perf-db "$db" \
+      --warmup 5 --duration 1.5 --json "$out/multi-$mode.json" 2>&1 | grep -vE "^(model|timing|  +\()" | head -n 12
+  done
+  timeout 30 "$bin/infera" doctor 2>&1 | grep -iE "numa|pcie|pci" | head -n 8
 fi
 echo "done in $((SECONDS - start)) s"

@@ -74,4 +74,30 @@ inline onnx::ModelProto cnn_model() {
   return m;
 }
 
+// x [N, 8] -> op -> y [N, 8]: a graph whose one node decides whether samples are independent.
+inline onnx::ModelProto one_node(const char* op, int64_t axis) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("one");
+  for (auto [v, name] : {std::pair{g->add_input(), "x"}, std::pair{g->add_output(), "y"}}) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_param("N");
+    t->mutable_shape()->add_dim()->set_dim_value(8);
+  }
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name("mixer");
+  n->add_input("x");
+  n->add_output("y");
+  auto* a = n->add_attribute();
+  a->set_name("axis");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(axis);
+  return m;
+}
+
 }  // namespace infera::test

@@ -190,34 +190,8 @@ TEST(MultiDevice, ThroughputModeDealsWholeRunsAndEachEqualsOneSession) {
   }
 }
 
-// x [N, 8] -> Softmax(axis 0) -> y: the samples are mixed, so no split; whole runs are fine.
-onnx::ModelProto softmax_over_batch() {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  auto* g = m.mutable_graph();
-  g->set_name("mix");
-  for (auto [v, name] : {std::pair{g->add_input(), "x"}, std::pair{g->add_output(), "y"}}) {
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    t->mutable_shape()->add_dim()->set_dim_param("N");
-    t->mutable_shape()->add_dim()->set_dim_value(8);
-  }
-  auto* n = g->add_node();
-  n->set_op_type("Softmax");
-  n->set_name("mixer");
-  n->add_input("x");
-  n->add_output("y");
-  auto* a = n->add_attribute();
-  a->set_name("axis");
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(0);
-  return m;
-}
-
 TEST(MultiDevice, AGraphThatMixesSamplesIsNotSplitButRunsWholeInThroughputMode) {
-  ModelFile f(softmax_over_batch());
+  ModelFile f(test::one_node("Softmax", 0));  // mixes the samples: no split
   const Tensor x = test::random_tensor({6, 8}, 9);
   MultiDeviceOptions m;
   m.devices = {Device::cpu(), Device::cpu()};

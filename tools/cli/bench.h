@@ -68,6 +68,8 @@ std::string bench_json(const BenchMeta& m, const std::vector<BenchRow>& rows, si
 
 extern const char* const kMemoryNote;
 
+// --json's output: to stdout for "-", else into `file` (opened on path before timing), committed.
+Status write_json(const std::string& path, AtomicFile& file, const std::string& j);
 // A number for JSON ("%.6g"; null when not finite).
 std::string json_num(double v);
 

@@ -145,14 +145,7 @@ int bench_multi(const BenchMultiRequest& r) {
                     ",\n  \"mode\": " + json_str(thr ? "throughput" : "latency") +
                     ",\n  \"precision\": " + json_str(precision_name(r.opts.precision)) + ",\n  \"rows\": [\n    " +
                     rows_json + "\n  ]\n}\n";
-    if (r.json_path == "-") {
-      fputs(j.c_str(), stdout);
-      fflush(stdout);
-    } else {
-      Status w = json_file.write(j);
-      if (w.is_ok()) w = json_file.commit();
-      if (!w.is_ok()) return fail(w.message());
-    }
+    if (Status w = write_json(r.json_path, json_file, j); !w.is_ok()) return fail(w.message());
   }
   return kExitOk;
 }

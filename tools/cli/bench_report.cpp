@@ -82,6 +82,16 @@ void print_profile(FILE* out, const BenchRow& r, size_t top) {
   fflush(out);
 }
 
+Status write_json(const std::string& path, AtomicFile& file, const std::string& j) {
+  if (path == "-") {
+    fputs(j.c_str(), stdout);
+    fflush(stdout);
+    return Status::ok();
+  }
+  Status w = file.write(j);
+  return w.is_ok() ? file.commit() : w;
+}
+
 std::string json_num(double v) {
   if (!std::isfinite(v)) return "null";
   char b[64];

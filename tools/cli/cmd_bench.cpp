@@ -446,15 +446,7 @@ int cmd_bench(int argc, char** argv) {
     for (const BenchRow& r : rows) print_profile(out, r, top);
 
   if (a.has("--json")) {
-    const std::string j = bench_json(meta, rows, top);
-    if (json_stdout) {
-      fputs(j.c_str(), stdout);
-      fflush(stdout);
-    } else {
-      Status w = json_file.write(j);
-      if (w.is_ok()) w = json_file.commit();
-      if (!w.is_ok()) return fail(w.message());
-    }
+    if (Status w = write_json(json_path, json_file, bench_json(meta, rows, top)); !w.is_ok()) return fail(w.message());
   }
   return kExitOk;
 }
