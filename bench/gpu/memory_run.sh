@@ -9,7 +9,7 @@
 #   3. a saved plan, where this build has `infera build`: build fp16 b1,256, then bench from it.
 # Usage (device tool, carry [".gpu-infera"] holding stage.tar.xz, node-tests.tar.xz,
 # python-stage.tar.xz, torch_peer.py): bash bench/gpu/memory_run.sh [TOTAL_S]
-# SKIP="coldwarm streams iplan256 multi" leaves those parts out (a rerun after a fix). Also: a plan saved
+# SKIP="coldwarm streams nodes iplan256 multi cpuquiet fuzz" leaves those parts out (a rerun after a fix). Also: a plan saved
 # for b256 only against the warm ONNX (like for like), and the device list gpu:0,0 (issue 14's code).
 set -u
 stage=.gpu-infera/stage.tar.xz total=${1:-480}
@@ -18,13 +18,16 @@ want() { [[ " ${SKIP:-} " != *" $1 "* ]]; }
 exec > >(tee -a "$out/log.txt") 2>&1
 date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git log -1 --format='git %h' 2>/dev/null
 
+if want fuzz && [ -f .gpu-infera/fuzz.tar.xz ]; then . bench/gpu/fuzz_device.sh; fuzz_start "${FUZZ_S:-300}"; taskset -cp 0-3 $$ >/dev/null; fi  # the GPU parts keep to cores 0-3
 echo "== unit ($(left) s left)"
 timeout 150 stdbuf -oL "$bin/infera_unit_tests" --gtest_brief=1 >"$out/unit.txt" 2>&1; echo "unit exit $?" >>"$out/unit.txt"
 grep -E "FAILED|PASSED|SKIPPED|exit" "$out/unit.txt" | tail -n 12
 grep -B2 -A8 "Failure" "$out/unit.txt" | head -n 40
-echo "== node tests on the GPU ($(left) s left)"
-nd=/tmp/nt; mkdir -p $nd; tar -C $nd -xJf .gpu-infera/node-tests.tar.xz
-timeout 60 "$bin/infera" check $nd/distinct --device gpu --skip-file $nd/skips.txt --quiet 2>&1 | tail -n 3
+if want nodes; then
+  echo "== node tests on the GPU ($(left) s left)"
+  nd=/tmp/nt; mkdir -p $nd; tar -C $nd -xJf .gpu-infera/node-tests.tar.xz
+  timeout 60 "$bin/infera" check $nd/distinct --device gpu --skip-file $nd/skips.txt --quiet 2>&1 | tail -n 3
+fi
 echo "== python on the GPU ($(left) s left)"
 OUT=$out timeout 120 bash tests/python/run_gpu_device.sh 2>&1 | tail -n 6
 
@@ -88,4 +91,6 @@ if want multi; then
   done
   timeout 30 "$bin/infera" doctor 2>&1 | grep -iE "numa|pcie|pci" | head -n 8
 fi
+if want fuzz && [ -n "${fuzz_pid:-}" ]; then echo "== fuzz ($(left) s left)"; fuzz_stop; fi
+if want cpuquiet; then . bench/gpu/cpu_quiet.sh; fi
 echo "done in $((SECONDS - start)) s"
