@@ -70,6 +70,22 @@ std::string lib_ver_str(int v) {
 }
 
 // The NUMA nodes of the CPUs this process may run on.
+// PCI bridges between the root complex and a device, from its sysfs path
+// (/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0: one, the root port); -1 when unknown.
+int pci_bridges(const std::string& bus_id) {
+  std::string id = bus_id;
+  for (char& c : id)
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+  char buf[4096];
+  if (!realpath(("/sys/bus/pci/devices/" + id).c_str(), buf)) return -1;
+  std::stringstream ss(buf);
+  std::string part;
+  int devices = 0;  // path components that are PCI functions ("0000:01:00.0"), the device's own included
+  while (std::getline(ss, part, '/'))
+    if (part.size() == 12 && part[4] == ':' && part[7] == ':' && part[10] == '.') ++devices;
+  return devices > 0 ? devices - 1 : -1;
+}
+
 std::set<int> process_numa_nodes() {
   std::set<int> nodes;
   cpu_set_t set;
@@ -239,6 +255,19 @@ int cmd_doctor(int argc, char** argv) {
                                           std::to_string(g.pcie_width_max) +
                                           " (an idle GPU lowers the generation to save power: check under load)")});
     }
+    // The seeds' checklist: every GPU on an x16 link straight to the CPU (no PCIe switch, whose
+    // uplink the GPUs behind it share).
+    if (g.pcie_width_max > 0 && g.pcie_width_max < 16)
+      verdicts.push_back({"warn", n + " has an x" + std::to_string(g.pcie_width_max) +
+                                      " link at most: host copies get at most " +
+                                      std::to_string(100 * g.pcie_width_max / 16) + "% of an x16 slot's bandwidth"});
+    if (const int b = g.bus_id.empty() ? -1 : pci_bridges(g.bus_id); b >= 0)
+      verdicts.push_back(
+          {b <= 1 ? "ok" : "warn",
+           n + (b == 0   ? " sits on the root bus (no bridge: a virtual machine's passthrough)"
+                : b == 1 ? " is attached to a root port of the CPU (no PCIe switch)"
+                         : " is behind a PCIe switch (" + std::to_string(b) +
+                               " bridges to the root complex): the GPUs under it share the switch's uplink")});
     if (g.numa_node >= 0 && !my_nodes.empty()) {
       const bool local = my_nodes.count(g.numa_node) != 0;
       std::string nodes;
