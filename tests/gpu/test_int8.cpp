@@ -223,7 +223,8 @@ void run_qconv(Ctx& ctx) {
     const int r = rng.pick(std::vector<int>{1, 1, 3, 3, 5});
     const int stride = rng.range(1, 2), pad = r > 1 ? rng.range(0, r / 2) : 0;
     const int c = rng.coin(0.7) ? 16 * rng.range(1, 8) : 2 * rng.range(1, 20);
-    QCase* q = add("random", qshape(rng.range(1, 3), rng.range(r, 17), rng.range(r, 17), c, rng.range(1, 140), r, stride, pad));
+    QCase* q = add("random",
+                   qshape(rng.range(1, 3), rng.range(r, 17), rng.range(r, 17), c, rng.range(1, 140), r, stride, pad));
     q->s.has_residual = rng.coin(0.3);
     q->s.y_uint8 = rng.coin(0.2);
     q->bias = rng.coin(0.8);
@@ -260,7 +261,7 @@ void run_quant(Ctx& ctx) {
     std::vector<float> x(n);
     for (int64_t j = 0; j < n; ++j) {
       const int kind = rng.range(0, 9);
-      float v = kind < 6 ? rng.uniform(-200.f, 200.f) * scale
+      float v = kind < 6   ? rng.uniform(-200.f, 200.f) * scale
                 : kind < 9 ? (static_cast<float>(rng.range(-140, 140)) + 0.5f) * scale
                            : (j % 3 == 0 ? NAN : (j % 3 == 1 ? INFINITY : -INFINITY));
       x[j] = round_to(ft, v);

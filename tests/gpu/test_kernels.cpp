@@ -56,9 +56,9 @@ int main(int argc, char** argv) {
     const char* name;
     void (*run)(Ctx&);
   };
-  const Suite suites[] = {
-      {"conv", run_conv_suite}, {"gemm", run_gemm_suite}, {"pool", run_pool_suite}, {"pointwise", run_pointwise_suite},
-      {"misc", run_misc_suite}, {"copy", run_copy_suite}, {"norm", run_norm_suite}, {"int8", run_int8_suite}};
+  const Suite suites[] = {{"conv", run_conv_suite},           {"gemm", run_gemm_suite}, {"pool", run_pool_suite},
+                          {"pointwise", run_pointwise_suite}, {"misc", run_misc_suite}, {"copy", run_copy_suite},
+                          {"norm", run_norm_suite},           {"int8", run_int8_suite}};
   for (const Suite& s : suites) {
     if (only && std::strcmp(only, s.name)) continue;
     std::printf("running %s suite\n", s.name);

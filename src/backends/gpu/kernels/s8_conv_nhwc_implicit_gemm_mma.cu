@@ -220,12 +220,14 @@ bool act_supported(const Activation& a) {
 
 Status qconv_check(const QConvShape& s) {
   if (s.n < 1 || s.h < 1 || s.w < 1 || s.c < 1 || s.k < 1 || s.r < 1 || s.s < 1) return {"qconv: empty shape"};
-  if (s.stride_h < 1 || s.stride_w < 1 || s.dil_h < 1 || s.dil_w < 1) return {"qconv: stride and dilation must be >= 1"};
+  if (s.stride_h < 1 || s.stride_w < 1 || s.dil_h < 1 || s.dil_w < 1)
+    return {"qconv: stride and dilation must be >= 1"};
   if (s.pad_t < 0 || s.pad_l < 0 || s.pad_b < 0 || s.pad_r < 0) return {"qconv: negative padding"};
   if (s.p() < 1 || s.q() < 1) return {"qconv: output would be empty"};
   if (s.c % 2) return {"qconv: the int8 kernels need an even channel count (pad the channels or run it elsewhere)"};
   const int64_t xps = s.x_pixel_stride ? s.x_pixel_stride : s.c;
-  if (xps % 2 || s.x_c_offset % 2 || xps < s.c + s.x_c_offset) return {"qconv: input pixel stride / channel offset must be even"};
+  if (xps % 2 || s.x_c_offset % 2 || xps < s.c + s.x_c_offset)
+    return {"qconv: input pixel stride / channel offset must be even"};
   if (static_cast<int64_t>(s.r) * s.s * s.c > (int64_t{1} << 30)) return {"qconv: reduction too large"};
   if (s.x_zero_point && (s.pad_t || s.pad_l || s.pad_b || s.pad_r))
     return {"qconv: a nonzero input zero point with padding is not supported (the loaders pad with 0)"};
@@ -242,14 +244,12 @@ std::vector<Candidate> qconv_candidates(const QConvShape& s, const DeviceInfo& d
   const int64_t m = static_cast<int64_t>(s.n) * s.p() * s.q();
   // Big tiles first when they still give each multiprocessor a block, else the small ones.
   const bool big = ceil_div(m, 128) * ceil_div(s.k, 128) >= dev.sm_count;
-  const KernelId order_big[] = {KernelId::s8_conv_nhwc_implicit_gemm_mma_128x128,
-                                KernelId::s8_conv_nhwc_implicit_gemm_mma_256x128,
-                                KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64,
-                                KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64};
-  const KernelId order_small[] = {KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64,
-                                  KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64,
-                                  KernelId::s8_conv_nhwc_implicit_gemm_mma_128x128,
-                                  KernelId::s8_conv_nhwc_implicit_gemm_mma_256x128};
+  const KernelId order_big[] = {
+      KernelId::s8_conv_nhwc_implicit_gemm_mma_128x128, KernelId::s8_conv_nhwc_implicit_gemm_mma_256x128,
+      KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64, KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64};
+  const KernelId order_small[] = {
+      KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64, KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64,
+      KernelId::s8_conv_nhwc_implicit_gemm_mma_128x128, KernelId::s8_conv_nhwc_implicit_gemm_mma_256x128};
   for (const KernelId id : big ? order_big : order_small)
     for (const S8Config& c : kConfigs) {
       if (c.id != id) continue;
@@ -303,10 +303,8 @@ Status qconv_forward(const QConvShape& s, const Candidate& c, const QConvTensors
         return launch_modes<256, 128, 256, false>(mode, p, q, stream);
       case KernelId::s8_conv_nhwc_implicit_gemm_mma_128x128:
         return launch_modes<128, 128, 256, false>(mode, p, q, stream);
-      case KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64:
-        return launch_modes<128, 64, 128, true>(mode, p, q, stream);
-      case KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64:
-        return launch_modes<64, 64, 128, true>(mode, p, q, stream);
+      case KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64: return launch_modes<128, 64, 128, true>(mode, p, q, stream);
+      case KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64: return launch_modes<64, 64, 128, true>(mode, p, q, stream);
       default: break;
     }
   }

@@ -55,7 +55,8 @@ Status quant_linear(const QuantDesc& d, gpuStream_t stream) {
   if (d.n < 0) return {"quant: negative element count"};
   if (d.n == 0) return {};
   if (!d.x || !d.y) return {"quant: missing x or y"};
-  if (d.float_dtype != DType::kF32 && d.float_dtype != DType::kF16) return {"quant: the float side must be fp32 or fp16"};
+  if (d.float_dtype != DType::kF32 && d.float_dtype != DType::kF16)
+    return {"quant: the float side must be fp32 or fp16"};
   if (!(d.scale > 0.f) || !std::isfinite(d.scale)) return {"quant: scale must be positive and finite"};
   const int lo = d.uint8 ? 0 : -128, hi = d.uint8 ? 255 : 127;
   if (d.zero_point < lo || d.zero_point > hi) return {"quant: zero point out of range"};
@@ -64,8 +65,8 @@ Status quant_linear(const QuantDesc& d, gpuStream_t stream) {
     quantize_kernel<<<grid_for(d.n, 256), 256, 0, stream>>>(d.x, f16, static_cast<uint8_t*>(d.y), d.n, d.scale,
                                                             static_cast<float>(d.zero_point), float(lo), float(hi));
   else
-    dequantize_kernel<<<grid_for(d.n, 256), 256, 0, stream>>>(static_cast<const uint8_t*>(d.x), d.uint8, d.y, f16,
-                                                              d.n, d.scale, d.zero_point);
+    dequantize_kernel<<<grid_for(d.n, 256), 256, 0, stream>>>(static_cast<const uint8_t*>(d.x), d.uint8, d.y, f16, d.n,
+                                                              d.scale, d.zero_point);
   GPU_LAUNCH_CHECK();
   return {};
 }
