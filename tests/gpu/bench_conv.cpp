@@ -1,8 +1,9 @@
 // Micro-benchmark of the fp16 convolution candidates on a list of layer shapes (ResNet-50's by
 // default): for each shape and batch, every candidate that conv_candidates offers is captured
 // 20 times into a GPU graph (so launch gaps stay out, as in a captured plan) and the graph is
-// replayed; the median replay / 20 is the time. Epilogue: bias + ReLU (what the network runs).
-//   bench_conv SHAPES_FILE BATCHES(e.g. 1,256) OUT_CSV [--dtype f16|f32] [--only LAYER]
+// replayed; the median replay / 20 is the time. Epilogue: bias + ReLU (what the network runs);
+// --dtype s8 times the int8 candidates (qconv_candidates) with the requantize + ReLU epilogue.
+//   bench_conv SHAPES_FILE BATCHES(e.g. 1,256) OUT_CSV [--dtype f16|f32|s8] [--only LAYER]
 //              [--candidate NAME]   (with --candidate: 3 plain launches, no timing: for ncu)
 //              [--exclude A,B,...]  (variants left out, e.g. those that failed the tests)
 // CSV columns: name,count,batch,candidate,splits,ms,tflops
@@ -43,15 +44,16 @@ std::vector<Layer> read_shapes(const char* path) {
 constexpr int kIters = 20, kReplays = 7;
 
 // Median ms per conv of candidate c, or a negative value when it failed.
-double time_candidate(const ConvShape& s, const Candidate& c, const ConvTensors& t, void* ws, gpuStream_t st) {
+template <class F>
+double time_launch(F&& launch, gpuStream_t st) {
   // Warm up (also raises shared-memory limits before capture).
   for (int i = 0; i < 2; ++i)
-    if (!conv_forward(s, c, t, ws, c.workspace_bytes, st).ok()) return -1;
+    if (!launch(st).ok()) return -1;
   check_gpu(gpuStreamSynchronize(st), "warmup");
   gpuGraph_t graph;
   gpuGraphExec_t exec;
   check_gpu(gpuStreamBeginCapture(st), "capture");
-  for (int i = 0; i < kIters; ++i) (void)conv_forward(s, c, t, ws, c.workspace_bytes, st);
+  for (int i = 0; i < kIters; ++i) (void)launch(st);
   check_gpu(gpuStreamEndCapture(st, &graph), "end capture");
   check_gpu(gpuGraphInstantiate(&exec, graph), "instantiate");
   gpuEvent_t a, b;
@@ -75,12 +77,55 @@ double time_candidate(const ConvShape& s, const Candidate& c, const ConvTensors&
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }
+double time_candidate(const ConvShape& s, const Candidate& c, const ConvTensors& t, void* ws, gpuStream_t st) {
+  return time_launch([&](gpuStream_t q) { return conv_forward(s, c, t, ws, c.workspace_bytes, q); }, st);
+}
+
+// The int8 path of one layer: the s8 candidates, bias + ReLU, requantized; best ms or -1.
+double bench_s8(const Layer& l, int batch, const DeviceInfo& dev, gpuStream_t st, FILE* csv, double flops,
+                std::string& best_name) {
+  QConvShape s;
+  s.n = batch, s.h = l.h, s.w = l.w, s.c = l.c, s.k = l.k, s.r = l.r, s.s = l.s;
+  s.stride_h = s.stride_w = l.stride;
+  s.pad_t = s.pad_l = s.pad_b = s.pad_r = l.pad;
+  s.act = {infera::ActKind::kRelu, 0, 0};
+  const Status chk = qconv_check(s);
+  if (!chk.ok()) {
+    best_name = std::string("declined: ") + chk.error;
+    return -1;
+  }
+  const size_t nx = static_cast<size_t>(batch) * l.h * l.w * l.c, ny = static_cast<size_t>(batch) * s.p() * s.q() * l.k;
+  DevBuf dx(nx + 16), dy(ny + 16), dw(static_cast<size_t>(l.k) * l.r * l.s * l.c + 16);
+  check_gpu(gpuMemsetAsync(dx.ptr, 3, dx.bytes, st), "memset");
+  check_gpu(gpuMemsetAsync(dw.ptr, 1, dw.bytes, st), "memset");
+  std::vector<int32_t> bias(l.k, 5);
+  std::vector<double> scale(l.k, 1e-4);
+  DevBuf db(bias.size() * 4), ds(scale.size() * 8);
+  check_gpu(gpuMemcpyHtoD(db.ptr, bias.data(), bias.size() * 4), "upload");
+  check_gpu(gpuMemcpyHtoD(ds.ptr, scale.data(), scale.size() * 8), "upload");
+  check_gpu(gpuDeviceSynchronize(), "sync");
+  QConvTensors t;
+  t.x = {dx.ptr, 0, 0};
+  t.w = static_cast<const int8_t*>(dw.ptr);
+  t.y = {dy.ptr, 0, 0};
+  t.bias = static_cast<const int32_t*>(db.ptr);
+  t.scale = static_cast<const double*>(ds.ptr);
+  t.inv_y = 10.0;
+  double best = -1;
+  for (const Candidate& c : qconv_candidates(s, dev)) {
+    const double ms = time_launch([&](gpuStream_t q) { return qconv_forward(s, c, t, q); }, st);
+    std::fprintf(csv, "%s,%d,%d,%s,%d,%.5f,%.2f\n", l.name.c_str(), l.count, batch, c.name, 1, ms,
+                 ms > 0 ? flops / ms / 1e9 : 0.0);
+    if (ms > 0 && (best < 0 || ms < best)) best = ms, best_name = c.name;
+  }
+  return best;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s SHAPES_FILE BATCHES OUT_CSV [--dtype f16|f32]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s SHAPES_FILE BATCHES OUT_CSV [--dtype f16|f32|s8]\n", argv[0]);
     return 1;
   }
   DType dtype = DType::kF16;
@@ -89,7 +134,9 @@ int main(int argc, char** argv) {
   std::string exclude;
   for (int i = 4; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--dtype")) {
-      dtype = !std::strcmp(argv[i + 1], "f32") ? DType::kF32 : DType::kF16;
+      dtype = !std::strcmp(argv[i + 1], "f32")  ? DType::kF32
+              : !std::strcmp(argv[i + 1], "s8") ? DType::kS8
+                                                : DType::kF16;
     } else if (!std::strcmp(argv[i], "--only")) {
       only = argv[i + 1];
     } else if (!std::strcmp(argv[i], "--candidate")) {
@@ -125,7 +172,7 @@ int main(int argc, char** argv) {
   check_gpu(gpuStreamCreate(&st), "stream");
   Rng rng(7);
   const size_t chunk_elems = size_t{1} << 22;
-  DevBuf chunk = upload(dtype, rng.values(dtype, chunk_elems));
+  DevBuf chunk = upload(dtype == DType::kS8 ? DType::kF16 : dtype, rng.values(DType::kF16, chunk_elems));
   std::printf("%-20s %5s %-48s %9s %8s\n", "layer", "batch", "best candidate", "ms", "TFLOP/s");
   for (int batch : batches) {
     double total_ms = 0;
@@ -137,6 +184,15 @@ int main(int argc, char** argv) {
       s.pad_t = s.pad_l = s.pad_b = s.pad_r = l.pad;
       const int P = s.p(), Q = s.q();
       const double flops = 2.0 * batch * P * Q * l.k * l.c * l.r * l.s;
+      if (dtype == DType::kS8) {
+        std::string name;
+        const double best = bench_s8(l, batch, dev, st, csv, flops, name);
+        std::printf("%-20s %5d %-48s %9.4f %8.1f\n", l.name.c_str(), batch, name.c_str(), best,
+                    best > 0 ? flops / best / 1e9 : 0.0);
+        std::fflush(stdout);
+        if (best > 0) total_ms += best * l.count;
+        continue;
+      }
       const size_t nx = static_cast<size_t>(batch) * l.h * l.w * l.c, ny = static_cast<size_t>(batch) * P * Q * l.k;
       // Random data: one random chunk, copied over the whole input (timing needs no more entropy).
       DevBuf dx(nx * dtype_size(dtype)), dy(ny * dtype_size(dtype));

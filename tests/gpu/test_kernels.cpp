@@ -1,7 +1,7 @@
 // The GPU kernel library's test driver: runs each family's suite once, then walks
 // kernels/list.h and prints one line per variant (runs, worst normalized error, PASS/FAIL).
 // A variant that no case exercised fails. Exit code 0 only if every variant passed.
-//   test_kernels [--seed N] [--verbose] [--only conv|gemm|pool|pointwise|misc|copy|norm]
+//   test_kernels [--seed N] [--verbose] [--only conv|gemm|pool|pointwise|misc|copy|norm|int8]
 #include <cstdlib>
 #include <cstring>
 
@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
       only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--seed N] [--verbose] [--only conv|gemm|pool|pointwise|misc|copy|norm]\n",
+      std::fprintf(stderr, "usage: %s [--seed N] [--verbose] [--only conv|gemm|pool|pointwise|misc|copy|norm|int8]\n",
                    argv[0]);
       return 1;
     }
@@ -56,9 +56,9 @@ int main(int argc, char** argv) {
     const char* name;
     void (*run)(Ctx&);
   };
-  const Suite suites[] = {
-      {"conv", run_conv_suite}, {"gemm", run_gemm_suite}, {"pool", run_pool_suite}, {"pointwise", run_pointwise_suite},
-      {"misc", run_misc_suite}, {"copy", run_copy_suite}, {"norm", run_norm_suite}};
+  const Suite suites[] = {{"conv", run_conv_suite},           {"gemm", run_gemm_suite}, {"pool", run_pool_suite},
+                          {"pointwise", run_pointwise_suite}, {"misc", run_misc_suite}, {"copy", run_copy_suite},
+                          {"norm", run_norm_suite},           {"int8", run_int8_suite}};
   for (const Suite& s : suites) {
     if (only && std::strcmp(only, s.name)) continue;
     std::printf("running %s suite\n", s.name);
@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
         (!std::strcmp(only, "misc") && (k.family == KernelFamily::kSoftmax || k.family == KernelFamily::kResize ||
                                         k.family == KernelFamily::kLayout)) ||
         (!std::strcmp(only, "copy") && (k.family == KernelFamily::kCopy || k.family == KernelFamily::kTranspose)) ||
-        (!std::strcmp(only, "norm") && (k.family == KernelFamily::kLayerNorm || k.family == KernelFamily::kReduce));
+        (!std::strcmp(only, "norm") && (k.family == KernelFamily::kLayerNorm || k.family == KernelFamily::kReduce)) ||
+        (!std::strcmp(only, "int8") && (k.family == KernelFamily::kQConv || k.family == KernelFamily::kQuant));
     if (!in_suite) {
       ++skipped;
       continue;

@@ -181,7 +181,8 @@ inline Compare compare(const std::vector<float>& out, const std::vector<double>&
   c.err = c.nonfinite ? INFINITY : std::sqrt(num) / (den > 0 ? std::sqrt(den) : 1.0);
   return c;
 }
-inline double tolerance(DType t) { return t == DType::kF16 ? 1e-2 : 1e-5; }
+// int8 results must match their reference exactly (err: the fraction of differing elements).
+inline double tolerance(DType t) { return t == DType::kF16 ? 1e-2 : t == DType::kS8 ? 0.0 : 1e-5; }
 
 // ---- per-variant results
 struct VariantResult {
@@ -251,5 +252,6 @@ void run_pointwise_suite(Ctx& ctx);
 void run_misc_suite(Ctx& ctx);  // softmax, resize, layout
 void run_copy_suite(Ctx& ctx);  // strided copies, tiled transposes
 void run_norm_suite(Ctx& ctx);  // layernorm, reductions
+void run_int8_suite(Ctx& ctx);  // int8 convolution, quantize / dequantize
 
 }  // namespace infera::gpu::test

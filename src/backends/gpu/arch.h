@@ -297,6 +297,190 @@ struct WarpMma {
 };
 #endif
 
+// ---- int8 warp MMA (s8 x s8 -> s32) over the same shared tiles: a row of kTileK "halves" holds
+// 64 int8 of k, so each step(ks) (ks = 0, 1) consumes 32 int8 of k. On sm_80+ the register
+// fragments of mma.m16n8k32.s8 are those of m16n8k16.f16 with 4 int8 per 32-bit register, so the
+// ldmatrix addressing is the fp16 one. MFMA i32_32x32x8i8 on gfx908/gfx90a (two per 16-byte chunk),
+// sdot4 on gfx1030, plain integer multiply-adds elsewhere (and in the host pass, never run).
+#if defined(INFERA_GPU_MMA_SM80)
+template <int WM, int WN>
+struct WarpMmaS8 {
+  static_assert(WM % 16 == 0 && WN % 16 == 0, "sm80 warp tile");
+  static constexpr int kMT = WM / 16, kNT = WN / 8;
+  int acc[kMT][kNT][4];
+
+  __device__ void zero() {
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int j = 0; j < kNT; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0;
+  }
+
+  __device__ void step(const uint16_t* sA, const uint16_t* sB, int a_row0, int b_row0, int ks, int lane) {
+    const unsigned a_base = static_cast<unsigned>(__cvta_generic_to_shared(sA));
+    const unsigned b_base = static_cast<unsigned>(__cvta_generic_to_shared(sB));
+    unsigned a[kMT][4], b[kNT / 2][4];
+#pragma unroll
+    for (int i = 0; i < kMT; ++i) {
+      const int row = a_row0 + i * 16 + (lane & 15);
+      const unsigned addr = a_base + 2u * swz(row, ks * 2 + (lane >> 4));
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(a[i][0]), "=r"(a[i][1]), "=r"(a[i][2]), "=r"(a[i][3])
+                   : "r"(addr));
+    }
+#pragma unroll
+    for (int j = 0; j < kNT / 2; ++j) {
+      const int row = b_row0 + j * 16 + (lane & 7) + ((lane >> 4) << 3);
+      const unsigned addr = b_base + 2u * swz(row, ks * 2 + ((lane >> 3) & 1));
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(b[j][0]), "=r"(b[j][1]), "=r"(b[j][2]), "=r"(b[j][3])
+                   : "r"(addr));
+    }
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) {
+        int* c = acc[i][j];
+        asm volatile(
+            "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+            : "r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]), "r"(b[j >> 1][(j & 1) * 2]),
+              "r"(b[j >> 1][(j & 1) * 2 + 1]));
+      }
+  }
+
+  __device__ void store(int* tile, int pitch, int row0, int col0, int lo, int rows, int lane) const {
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row0 + i * 16 + (lane >> 2) + h * 8 - lo;
+        if (row < 0 || row >= rows) continue;
+#pragma unroll
+        for (int j = 0; j < kNT; ++j) {
+          const int col = col0 + j * 8 + (lane & 3) * 2;
+          *reinterpret_cast<int2*>(tile + row * pitch + col) = make_int2(acc[i][j][h * 2], acc[i][j][h * 2 + 1]);
+        }
+      }
+  }
+};
+
+#elif defined(INFERA_GPU_MMA_MFMA)
+// v_mfma_i32_32x32x8i8 on a wave64: lane l holds A[l % 32][(l / 32) * 4 + 0..3] (4 int8 in one
+// register) of an 8-deep k slice, and the same of B^T; the accumulator layout is the f16 one.
+typedef int int16_t_vec __attribute__((ext_vector_type(16)));
+
+template <int WM, int WN>
+struct WarpMmaS8 {
+  static_assert(WM % 32 == 0 && WN % 32 == 0, "mfma warp tile");
+  static constexpr int kMT = WM / 32, kNT = WN / 32;
+  int16_t_vec acc[kMT][kNT];
+
+  __device__ void zero() {
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int j = 0; j < kNT; ++j)
+#pragma unroll
+        for (int v = 0; v < 16; ++v) acc[i][j][v] = 0;
+  }
+
+  __device__ void step(const uint16_t* sA, const uint16_t* sB, int a_row0, int b_row0, int ks, int lane) {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {  // four k8 slices of the 32 int8 of this step
+      const int chunk = ks * 2 + (kk >> 1), within = (kk & 1) * 4 + (lane >> 5) * 2;  // in halves
+      int a[kMT], b[kNT];
+#pragma unroll
+      for (int i = 0; i < kMT; ++i)
+        a[i] = *reinterpret_cast<const int*>(sA + swz(a_row0 + i * 32 + (lane & 31), chunk) + within);
+#pragma unroll
+      for (int j = 0; j < kNT; ++j)
+        b[j] = *reinterpret_cast<const int*>(sB + swz(b_row0 + j * 32 + (lane & 31), chunk) + within);
+#pragma unroll
+      for (int i = 0; i < kMT; ++i)
+#pragma unroll
+        for (int j = 0; j < kNT; ++j) acc[i][j] = __builtin_amdgcn_mfma_i32_32x32x8i8(a[i], b[j], acc[i][j], 0, 0, 0);
+    }
+  }
+
+  __device__ void store(int* tile, int pitch, int row0, int col0, int lo, int rows, int lane) const {
+#pragma unroll
+    for (int i = 0; i < kMT; ++i)
+#pragma unroll
+      for (int j = 0; j < kNT; ++j)
+#pragma unroll
+        for (int v = 0; v < 16; ++v) {
+          const int row = row0 + i * 32 + (v >> 2) * 8 + (lane >> 5) * 4 + (v & 3) - lo;
+          if (row >= 0 && row < rows) tile[row * pitch + col0 + j * 32 + (lane & 31)] = acc[i][j][v];
+        }
+  }
+};
+
+#else
+// No integer matrix unit: the SIMT layout of WarpMma above; a 16-byte chunk (16 int8 of k) per
+// (row, column) pair by four sdot4 on gfx1030, plain multiply-adds elsewhere.
+template <int WM, int WN>
+struct WarpMmaS8 {
+  static constexpr int kLC = 8, kLR = kWarpSize / kLC;
+  static_assert(WM % kLR == 0 && WN % kLC == 0, "simt warp tile");
+  static constexpr int kRows = WM / kLR, kCols = WN / kLC;
+  int acc[kRows][kCols];
+
+  __device__ void zero() {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i)
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) acc[i][j] = 0;
+  }
+
+  __device__ static int dot16(const uint4& a, const uint4& b, int c) {
+    const int av[4] = {int(a.x), int(a.y), int(a.z), int(a.w)}, bv[4] = {int(b.x), int(b.y), int(b.z), int(b.w)};
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+#if defined(INFERA_GPU_MMA_DOT2)
+      c = __builtin_amdgcn_sdot4(av[t], bv[t], c, false);
+#else
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        c += int(static_cast<int8_t>(av[t] >> (8 * e))) * int(static_cast<int8_t>(bv[t] >> (8 * e)));
+#endif
+    }
+    return c;
+  }
+
+  __device__ void step(const uint16_t* sA, const uint16_t* sB, int a_row0, int b_row0, int ks, int lane) {
+    const int lr = lane / kLC, lc = lane % kLC;
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) {
+      const int chunk = ks * 2 + kk;
+      uint4 b[kCols];
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) b[j] = *reinterpret_cast<const uint4*>(sB + swz(b_row0 + lc + kLC * j, chunk));
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        const uint4 a = *reinterpret_cast<const uint4*>(sA + swz(a_row0 + lr + kLR * i, chunk));
+#pragma unroll
+        for (int j = 0; j < kCols; ++j) acc[i][j] = dot16(a, b[j], acc[i][j]);
+      }
+    }
+  }
+
+  __device__ void store(int* tile, int pitch, int row0, int col0, int lo, int rows, int lane) const {
+    const int lr = lane / kLC, lc = lane % kLC;
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const int row = row0 + lr + kLR * i - lo;
+      if (row < 0 || row >= rows) continue;
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) tile[row * pitch + col0 + lc + kLC * j] = acc[i][j];
+    }
+  }
+};
+#endif
+
 // ---- Hopper warpgroup MMA (wgmma, sm_90a only: the _sm90 kernel files are built for
 // compute_90a). A warpgroup (4 consecutive warps, 128 threads) multiplies a 64 x 16 A slice by a
 // 16 x 128 B slice, both read by the tensor cores straight from shared memory through matrix

@@ -19,8 +19,8 @@
 
 namespace infera::gpu {
 
-enum class DType : uint8_t { kF32 = 0, kF16 = 1 };
-inline size_t dtype_size(DType t) { return t == DType::kF16 ? 2 : 4; }
+enum class DType : uint8_t { kF32 = 0, kF16 = 1, kS8 = 2 };  // kS8: int8 (or uint8) storage
+inline size_t dtype_size(DType t) { return t == DType::kF16 ? 2 : t == DType::kS8 ? 1 : 4; }
 
 enum class KernelFamily : uint8_t {
   kConv,
@@ -38,6 +38,8 @@ enum class KernelFamily : uint8_t {
   kTranspose,
   kLayerNorm,
   kReduce,
+  kQConv,  // int8 convolution with the fused requantization (com.infera.QConv)
+  kQuant,  // QuantizeLinear / DequantizeLinear
 };
 
 enum class KernelId : uint16_t {
@@ -121,6 +123,61 @@ Status conv_check(const ConvShape& s);  // nullptr error when the shape is valid
 std::vector<Candidate> conv_candidates(const ConvShape& s, const DeviceInfo& dev);
 Status conv_forward(const ConvShape& s, const Candidate& c, const ConvTensors& t, void* workspace,
                     size_t workspace_bytes, gpuStream_t stream);
+
+// ---- int8 convolution (com.infera.QConv, ops/quant_conv.h): int8 NHWC x, int8 OHWI weights
+// (zero point 0), int32 accumulation on the integer matrix units, and the requantization of the
+// reference fused in the epilogue, in double with the reference's order of operations:
+//   acc = sum x * w - x_zero_point * wsum[k]                        (= sum (x - x_zp) * w)
+//   v = (acc + bias[k]) * scale[k] [+ (z - z_zero_point) * z_scale]; v = act(v)
+//   y = saturate(nearbyint(v * inv_y + y_zero_point))               (int8 or uint8)
+// scale[k] = double(x_scale) * double(w_scale[k]); inv_y = 1.0 / double(y_scale).
+// Limits (qconv_check says which): x int8 (not uint8), C even, no groups, x_zero_point != 0 only
+// without padding (the loaders pad with 0), activation identity / Relu / LeakyRelu / Clip.
+struct QConvShape {
+  int n = 1, h = 1, w = 1, c = 1, k = 1, r = 1, s = 1;
+  int stride_h = 1, stride_w = 1;
+  int pad_t = 0, pad_l = 0, pad_b = 0, pad_r = 0;
+  int dil_h = 1, dil_w = 1;
+  int64_t x_pixel_stride = 0, x_c_offset = 0;  // as ConvShape: decides the 16-byte loads
+  int x_zero_point = 0;
+  bool has_residual = false;
+  bool z_uint8 = false, y_uint8 = false;
+  Activation act;
+  int p() const { return (h + pad_t + pad_b - dil_h * (r - 1) - 1) / stride_h + 1; }
+  int q() const { return (w + pad_l + pad_r - dil_w * (s - 1) - 1) / stride_w + 1; }
+};
+struct QConvTensors {
+  InNhwc x;                       // int8
+  const int8_t* w = nullptr;      // [K][R][S][C]
+  OutNhwc y;                      // int8 / uint8
+  const int32_t* bias = nullptr;  // [K] or nullptr
+  const double* scale = nullptr;  // [K]
+  const int32_t* wsum = nullptr;  // [K] sums of each filter; needed when x_zero_point != 0
+  InNhwc z;                       // residual, output-shaped, int8 / uint8
+  double z_scale = 1.0;
+  int z_zero_point = 0;
+  double inv_y = 1.0;
+  int y_zero_point = 0;
+};
+Status qconv_check(const QConvShape& s);
+std::vector<Candidate> qconv_candidates(const QConvShape& s, const DeviceInfo& dev);
+Status qconv_forward(const QConvShape& s, const Candidate& c, const QConvTensors& t, gpuStream_t stream);
+
+// ---- QuantizeLinear / DequantizeLinear, per tensor, on n dense elements (any layout: NHWC in,
+// NHWC out). Quantize: y = saturate(nearbyint(x / scale) + zero_point) in float (NaN -> 0), as
+// the reference; dequantize: y = float(x - zero_point) * scale. The float side is fp32 or fp16.
+struct QuantDesc {
+  bool quantize = true;
+  DType float_dtype = DType::kF32;
+  bool uint8 = false;
+  int64_t n = 0;
+  const void* x = nullptr;
+  void* y = nullptr;
+  float scale = 1.f;
+  int zero_point = 0;
+};
+KernelId quant_variant(const QuantDesc& d);
+Status quant_linear(const QuantDesc& d, gpuStream_t stream);
 
 // ---- GEMM / batched MatMul: C[b] = act(op(A[b]) op(B[b]) + bias + residual[b])
 // A is [M][K] (a[m * lda + k]) or, trans_a, stored [K][M] (a[k * lda + m]); B is [K][N]

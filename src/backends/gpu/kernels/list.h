@@ -29,6 +29,15 @@ INFERA_GPU_KERNEL(f32_conv_nhwc_depthwise_direct, kConv, kF32, "channel vectors"
 INFERA_GPU_KERNEL(f16_conv_nhwc_grouped_direct, kConv, kF16, "one output element per thread")
 INFERA_GPU_KERNEL(f32_conv_nhwc_grouped_direct, kConv, kF32, "one output element per thread")
 
+// int8 implicit GEMM (com.infera.QConv) on the integer matrix units, requantize epilogue.
+INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_mma_256x128, kQConv, kS8, "8 warps, k-tile 64, cp.async")
+INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_mma_128x128, kQConv, kS8, "8 warps, k-tile 64, cp.async")
+INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_mma_128x64, kQConv, kS8, "4 warps, k-tile 64, cp.async, any even C")
+INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_mma_64x64, kQConv, kS8, "4 warps, k-tile 64, cp.async, any even C")
+// QuantizeLinear / DequantizeLinear per tensor (the float side fp32 or fp16).
+INFERA_GPU_KERNEL(s8_quantize_linear, kQuant, kS8, "float -> int8/uint8, round half even, saturate")
+INFERA_GPU_KERNEL(s8_dequantize_linear, kQuant, kS8, "int8/uint8 -> float")
+
 // GEMM / batched MatMul (row-major; B given as [N][K] takes the matrix-unit path).
 INFERA_GPU_KERNEL(f16_gemm_mma_128x128, kGemm, kF16, "implicit GEMM kernel, B as [N][K]")
 INFERA_GPU_KERNEL(f16_gemm_mma_64x64, kGemm, kF16, "implicit GEMM kernel, B as [N][K]")

@@ -1,0 +1,314 @@
+// int8 convolution (com.infera.QConv) as implicit GEMM on the integer matrix units, int32
+// accumulation. The fp16 kernel's structure, loaders and shared layout unchanged: the int8 tensors
+// are handed to the loaders as tensors of "halves" (2 int8 each), so a 16-byte chunk is 16 int8 of
+// k and a kTileK row 64 (C must be even; the vector gathers need C % 16 == 0). arch::WarpMmaS8
+// multiplies (mma.sync m16n8k32 s8 / MFMA i32_32x32x8i8 / sdot4). The epilogue stages the int32
+// tile through shared memory and requantizes 8 consecutive channels per thread in double, in the
+// reference's order of operations (kernels.h), so the result is bit-exact against it.
+#include <atomic>
+#include <cmath>
+
+#include "backends/gpu/arch.h"
+#include "backends/gpu/kernels/igemm.h"
+#include "backends/gpu/kernels/igemm_tile.h"
+#include "backends/gpu/kernels/launch_util.h"
+
+namespace infera::gpu {
+namespace {
+
+using arch::kTileK;
+using arch::swz;
+
+struct Swz32 {
+  __device__ static int at(int row, int chunk) { return swz(row, chunk); }
+};
+
+struct QEpi {
+  int8_t* y = nullptr;
+  int64_t y_ps = 0;
+  const int8_t* z = nullptr;
+  int64_t z_ps = 0;
+  const int32_t* bias = nullptr;
+  const double* scale = nullptr;
+  const int32_t* wsum = nullptr;
+  int x_zp = 0, z_zp = 0, y_zp = 0;
+  double z_scale = 1.0, inv_y = 1.0;
+  int lo = -128, hi = 127;
+  int y_u8 = 0, z_u8 = 0, vec_out = 0;
+  int act = kActIdentity;
+  double alpha = 0, beta = 0;
+};
+
+// Products and sums rounded one at a time: no fused multiply-add, as on the host reference.
+#if defined(INFERA_GPU_CUDA)
+__device__ inline double dmul(double a, double b) { return __dmul_rn(a, b); }
+__device__ inline double dadd(double a, double b) { return __dadd_rn(a, b); }
+#else
+__device__ inline double dmul(double a, double b) {
+#pragma clang fp contract(off)
+  return a * b;
+}
+__device__ inline double dadd(double a, double b) {
+#pragma clang fp contract(off)
+  return a + b;
+}
+#endif
+
+__device__ inline int requant(const QEpi& q, int acc, int n, int m) {
+  if (q.wsum) acc -= q.x_zp * q.wsum[n];  // int32 wrap-around, as the reference's int32 sums
+  double v = dmul(dadd(static_cast<double>(acc), q.bias ? static_cast<double>(q.bias[n]) : 0.0), q.scale[n]);
+  if (q.z) {
+    const int64_t zi = m * q.z_ps + n;
+    const int zv = q.z_u8 ? int(reinterpret_cast<const uint8_t*>(q.z)[zi]) : int(q.z[zi]);
+    v = dadd(v, dmul(static_cast<double>(zv - q.z_zp), q.z_scale));
+  }
+  switch (q.act) {
+    case kActRelu: v = v < 0.0 ? 0.0 : v; break;
+    case kActLeakyRelu: v = v < 0.0 ? dmul(q.alpha, v) : v; break;
+    case kActClip:
+      v = v < q.alpha ? q.alpha : v;
+      v = v > q.beta ? q.beta : v;
+      break;
+    default: break;
+  }
+  const double r = rint(dadd(dmul(v, q.inv_y), static_cast<double>(q.y_zp)));
+  if (!(r == r)) return 0;
+  return r < q.lo ? q.lo : r > q.hi ? q.hi : static_cast<int>(r);
+}
+
+template <int BM, int BN, int NT, int STAGES, int MODE>
+__global__ void __launch_bounds__(NT) igemm_s8_kernel(const IgemmParams p, const QEpi q) {
+  extern __shared__ uint4 igemm_smem[];
+  uint16_t* smem = reinterpret_cast<uint16_t*>(igemm_smem);
+  using L = arch::WarpLayout<BM, BN, NT>;
+  constexpr int kA = BM * kTileK, kB = BN * kTileK;
+  const int tid = threadIdx.x, lane = tid % arch::kWarpSize, warp = tid / arch::kWarpSize;
+  const int wm = warp / L::kWarpsN, wn = warp % L::kWarpsN;
+  const int tile = blockIdx.x, nt = tile % p.n_tiles, mt = tile / p.n_tiles;
+  const int m0 = mt * BM, n0 = nt * BN;
+  const int nk = p.kt;
+
+  ALoader<BM, NT, MODE, kTileK, Swz32> la;
+  BLoader<BN, NT, MODE, kTileK, Swz32> lb;
+  la.init(p, 0, m0, 0, tid);
+  lb.init(p, 0, n0, 0, tid);
+
+#pragma unroll
+  for (int st = 0; st < STAGES - 1; ++st) {
+    if (st < nk) {
+      la.load(p, smem + st * (kA + kB), tid);
+      lb.load(p, smem + st * (kA + kB) + kA, tid);
+    }
+    arch::cp_async_commit();
+  }
+
+  arch::WarpMmaS8<L::kWM, L::kWN> mma;
+  mma.zero();
+  for (int i = 0; i < nk; ++i) {
+    arch::cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    const int li = i + STAGES - 1;
+    if (li < nk) {
+      uint16_t* dst = smem + (li % STAGES) * (kA + kB);
+      la.load(p, dst, tid);
+      lb.load(p, dst + kA, tid);
+    }
+    arch::cp_async_commit();
+    const uint16_t* sA = smem + (i % STAGES) * (kA + kB);
+    mma.step(sA, sA + kA, wm * L::kWM, wn * L::kWN, 0, lane);
+    mma.step(sA, sA + kA, wm * L::kWM, wn * L::kWN, 1, lane);
+  }
+  arch::cp_async_wait<0>();
+  __syncthreads();
+
+  int* ctile = reinterpret_cast<int*>(igemm_smem);
+  constexpr int kPitch = BN + kIgemmSmemPad;
+  constexpr int kSlab = slab_rows(BM, BN, STAGES * (BM + BN) * kTileK * 2);
+  constexpr int kVecsPerRow = BN / 8;
+  for (int lo = 0; lo < BM; lo += kSlab) {
+    if (lo) __syncthreads();
+    mma.store(ctile, kPitch, wm * L::kWM, wn * L::kWN, lo, kSlab, lane);
+    __syncthreads();
+    for (int v = tid; v < kSlab * kVecsPerRow; v += NT) {
+      const int row = v / kVecsPerRow, c8 = v - row * kVecsPerRow;
+      const int m = m0 + lo + row, nn = n0 + c8 * 8;
+      if (m >= p.m || nn >= p.kn) continue;
+      const int4* src = reinterpret_cast<const int4*>(ctile + row * kPitch + c8 * 8);
+      const int4 a = src[0], b = src[1];
+      const int acc[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+      const int nvalid = p.kn - nn < 8 ? p.kn - nn : 8;
+      int8_t* y = q.y + m * q.y_ps + nn;
+      if (q.vec_out && nvalid == 8) {
+        unsigned w[2] = {0, 0};
+#pragma unroll
+        for (int j = 0; j < 8; ++j) w[j / 4] |= (unsigned(requant(q, acc[j], nn + j, m)) & 0xffu) << (8 * (j % 4));
+        *reinterpret_cast<uint2*>(y) = make_uint2(w[0], w[1]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          if (j < nvalid) y[j] = static_cast<int8_t>(requant(q, acc[j], nn + j, m));
+      }
+    }
+  }
+}
+
+template <int BM, int BN, int NT, int MODE>
+Status launch(const IgemmParams& p, const QEpi& q, gpuStream_t stream) {
+  constexpr int kStages = arch::kIgemmStages;
+  constexpr int kSmem = kStages * (BM + BN) * kTileK * 2;
+  static_assert(kSmem <= arch::kMaxSmemBytes, "tile too large for shared memory");
+  static std::atomic<uint64_t> smem_done{0};
+  auto* kernel = igemm_s8_kernel<BM, BN, NT, kStages, MODE>;
+  Status st = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, smem_done);
+  if (!st.ok()) return st;
+  const int64_t tiles = ceil_div(p.m, BM) * p.n_tiles;
+  if (tiles > 0x7fffffff) return {"qconv: grid too large"};
+  kernel<<<dim3(static_cast<unsigned>(tiles), 1), NT, kSmem, stream>>>(p, q);
+  GPU_LAUNCH_CHECK();
+  return {};
+}
+
+template <int BM, int BN, int NT, bool SCALAR>
+Status launch_modes(IgemmMode mode, const IgemmParams& p, const QEpi& q, gpuStream_t stream) {
+  switch (mode) {
+    case kIgemmVec1x1: return launch<BM, BN, NT, kIgemmVec1x1>(p, q, stream);
+    case kIgemmVec: return launch<BM, BN, NT, kIgemmVec>(p, q, stream);
+    case kIgemmScalar:
+      if constexpr (SCALAR) return launch<BM, BN, NT, kIgemmScalar>(p, q, stream);
+      break;
+  }
+  return {"qconv: this tile has no scalar-gather variant (C or strides not multiples of 16)"};
+}
+
+struct S8Config {
+  KernelId id;
+  int bm, bn;
+  bool scalar;
+};
+constexpr S8Config kConfigs[] = {
+    {KernelId::s8_conv_nhwc_implicit_gemm_mma_256x128, 256, 128, false},
+    {KernelId::s8_conv_nhwc_implicit_gemm_mma_128x128, 128, 128, false},
+    {KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64, 128, 64, true},
+    {KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64, 64, 64, true},
+};
+
+// The loaders' view of the int8 tensors: pairs of int8 as one 16-bit element.
+IgemmParams half_view(const QConvShape& s, const QConvTensors& t) {
+  IgemmParams p;
+  const int64_t xps = s.x_pixel_stride ? s.x_pixel_stride : s.c;
+  p.x = reinterpret_cast<const uint16_t*>(static_cast<const int8_t*>(t.x.data) + s.x_c_offset);
+  p.wt = reinterpret_cast<const uint16_t*>(t.w);
+  p.n = s.n, p.h = s.h, p.w = s.w, p.c = s.c / 2;
+  p.p = s.p(), p.q = s.q(), p.r = s.r, p.s = s.s;
+  p.sh = s.stride_h, p.sw = s.stride_w, p.ph = s.pad_t, p.pw = s.pad_l, p.dh = s.dil_h, p.dw = s.dil_w;
+  p.m = s.n * p.p * p.q;
+  p.kn = s.k;
+  p.kgemm = s.r * s.s * s.c / 2;
+  p.x_ps = xps / 2;
+  p.w_rs = p.kgemm;
+  p.z = 1;
+  p.kt = static_cast<int>(ceil_div(p.kgemm, kTileK));
+  return p;
+}
+
+bool act_supported(const Activation& a) {
+  return a.kind == ActKind::kIdentity || a.kind == ActKind::kRelu || a.kind == ActKind::kLeakyRelu ||
+         a.kind == ActKind::kClip;
+}
+
+}  // namespace
+
+Status qconv_check(const QConvShape& s) {
+  if (s.n < 1 || s.h < 1 || s.w < 1 || s.c < 1 || s.k < 1 || s.r < 1 || s.s < 1) return {"qconv: empty shape"};
+  if (s.stride_h < 1 || s.stride_w < 1 || s.dil_h < 1 || s.dil_w < 1)
+    return {"qconv: stride and dilation must be >= 1"};
+  if (s.pad_t < 0 || s.pad_l < 0 || s.pad_b < 0 || s.pad_r < 0) return {"qconv: negative padding"};
+  if (s.p() < 1 || s.q() < 1) return {"qconv: output would be empty"};
+  if (s.c % 2) return {"qconv: the int8 kernels need an even channel count (pad the channels or run it elsewhere)"};
+  const int64_t xps = s.x_pixel_stride ? s.x_pixel_stride : s.c;
+  if (xps % 2 || s.x_c_offset % 2 || xps < s.c + s.x_c_offset)
+    return {"qconv: input pixel stride / channel offset must be even"};
+  if (static_cast<int64_t>(s.r) * s.s * s.c > (int64_t{1} << 30)) return {"qconv: reduction too large"};
+  if (s.x_zero_point && (s.pad_t || s.pad_l || s.pad_b || s.pad_r))
+    return {"qconv: a nonzero input zero point with padding is not supported (the loaders pad with 0)"};
+  if (s.x_zero_point < -128 || s.x_zero_point > 127) return {"qconv: int8 input zero point out of range"};
+  if (!act_supported(s.act)) return {"qconv: activation must be none, Relu, LeakyRelu or Clip"};
+  return {};
+}
+
+std::vector<Candidate> qconv_candidates(const QConvShape& s, const DeviceInfo& dev) {
+  std::vector<Candidate> out;
+  if (!qconv_check(s).ok()) return out;
+  const int64_t xps = s.x_pixel_stride ? s.x_pixel_stride : s.c;
+  const bool vec = s.c % 16 == 0 && xps % 16 == 0 && s.x_c_offset % 16 == 0;
+  const int64_t m = static_cast<int64_t>(s.n) * s.p() * s.q();
+  // Big tiles first when they still give each multiprocessor a block, else the small ones.
+  const bool big = ceil_div(m, 128) * ceil_div(s.k, 128) >= dev.sm_count;
+  const KernelId order_big[] = {
+      KernelId::s8_conv_nhwc_implicit_gemm_mma_128x128, KernelId::s8_conv_nhwc_implicit_gemm_mma_256x128,
+      KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64, KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64};
+  const KernelId order_small[] = {
+      KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64, KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64,
+      KernelId::s8_conv_nhwc_implicit_gemm_mma_128x128, KernelId::s8_conv_nhwc_implicit_gemm_mma_256x128};
+  for (const KernelId id : big ? order_big : order_small)
+    for (const S8Config& c : kConfigs) {
+      if (c.id != id) continue;
+      if (!vec && !c.scalar) continue;
+      const size_t smem = static_cast<size_t>(arch::kIgemmStages) * (c.bm + c.bn) * kTileK * 2;
+      if (dev.smem_optin > 0 && smem > static_cast<size_t>(dev.smem_optin)) continue;
+      out.push_back({c.id, kernel_info(c.id).name, 0, 1});
+    }
+  return out;
+}
+
+Status qconv_forward(const QConvShape& s, const Candidate& c, const QConvTensors& t, gpuStream_t stream) {
+  Status st = qconv_check(s);
+  if (!st.ok()) return st;
+  if (!t.x.data || !t.w || !t.y.data || !t.scale) return {"qconv: missing x, w, y or scale"};
+  if (s.x_zero_point && !t.wsum) return {"qconv: a nonzero input zero point needs the filter sums"};
+  if (s.has_residual != (t.z.data != nullptr)) return {"qconv: residual pointer does not match the shape"};
+  if (reinterpret_cast<uintptr_t>(t.x.data) % 2 || reinterpret_cast<uintptr_t>(t.w) % 2)
+    return {"qconv: x and w must be 2-byte aligned"};
+  IgemmParams p = half_view(s, t);
+  p.n_tiles = 0;
+  QEpi q;
+  q.y_ps = t.y.pixel_stride ? t.y.pixel_stride : s.k;
+  q.y = static_cast<int8_t*>(t.y.data) + t.y.c_offset;
+  q.vec_out = q.y_ps % 8 == 0 && reinterpret_cast<uintptr_t>(q.y) % 8 == 0;
+  if (t.z.data) {
+    q.z = static_cast<const int8_t*>(t.z.data) + t.z.c_offset;
+    q.z_ps = t.z.pixel_stride ? t.z.pixel_stride : s.k;
+  }
+  q.bias = t.bias;
+  q.scale = t.scale;
+  q.wsum = s.x_zero_point ? t.wsum : nullptr;
+  q.x_zp = s.x_zero_point;
+  q.z_zp = t.z_zero_point;
+  q.y_zp = t.y_zero_point;
+  q.z_scale = t.z_scale;
+  q.inv_y = t.inv_y;
+  q.lo = s.y_uint8 ? 0 : -128;
+  q.hi = s.y_uint8 ? 255 : 127;
+  q.y_u8 = s.y_uint8;
+  q.z_u8 = s.z_uint8;
+  q.act = static_cast<int>(s.act.kind);
+  q.alpha = static_cast<double>(s.act.alpha);
+  q.beta = static_cast<double>(s.act.beta);
+  const IgemmMode mode = igemm_pick_mode(p);
+  for (const S8Config& cfg : kConfigs) {
+    if (cfg.id != c.id) continue;
+    p.n_tiles = static_cast<int>(ceil_div(p.kn, cfg.bn));
+    switch (cfg.id) {
+      case KernelId::s8_conv_nhwc_implicit_gemm_mma_256x128:
+        return launch_modes<256, 128, 256, false>(mode, p, q, stream);
+      case KernelId::s8_conv_nhwc_implicit_gemm_mma_128x128:
+        return launch_modes<128, 128, 256, false>(mode, p, q, stream);
+      case KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64: return launch_modes<128, 64, 128, true>(mode, p, q, stream);
+      case KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64: return launch_modes<64, 64, 128, true>(mode, p, q, stream);
+      default: break;
+    }
+  }
+  return {"qconv: not an int8 implicit-GEMM variant"};
+}
+
+}  // namespace infera::gpu
