@@ -56,6 +56,22 @@ MODEL_SET = ["resnet50", "mobilenet_v2", "mobilenet_v3_large", "efficientnet_b0"
              "deeplabv3_resnet50"]
 BATCH16 = ["resnet50", "mobilenet_v2", "densenet121"]
 ENGINES = ["infera", "onnxruntime", "openvino"]
+ENV_ENGINE = "infera_env"  # infera again, with --infera-env's variables (e.g. OMP_WAIT_POLICY=passive)
+
+
+def run_infera_env(env, *a):
+    """run_infera with extra environment variables for the infera process only (libgomp reads
+    OMP_WAIT_POLICY / GOMP_SPINCOUNT at process start: the peers in this process are not affected)."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return run_infera(*a)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def stats(lat, batch):
@@ -139,22 +155,33 @@ def write_markdown(path, res, png_name):
         "| best peer/infera | load |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
+    env = s.get("infera_env") or {}
+    env_label = " ".join("%s=%s" % kv for kv in env.items())
+    if env:
+        lines[-2] = lines[-2][:-len("| load |")] + "| infera (%s) p50 ms | best peer/infera (%s) | load |" % (
+            env_label, env_label)
+        lines[-1] = lines[-1][:-len(" --- |")] + " ---: | ---: | --- |"
     for r in res["results"]:
         e = r["engines"]
 
         def p50(k):
-            return "%.2f" % e[k]["p50_ms"] if k in e else "failed"
-        lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s–%s |" % (
+            return "%.2f" % e[k]["p50_ms"] if "p50_ms" in e.get(k, {}) else "failed"
+        extra = " %s | %s |" % (p50(ENV_ENGINE), fmt_ratio(r.get("ratio_best_env"))) if env else ""
+        lines.append("| %s | %d | %s | %s | %s | %s | %s | %s |%s %s–%s |" % (
             r["model"], r["batch"], p50("infera"), p50("onnxruntime"), p50("openvino"),
             fmt_ratio(r.get("ratio_ort")), fmt_ratio(r.get("ratio_ov")), fmt_ratio(r.get("ratio_best")),
-            r["load_before"], r["load_after"]))
+            extra, r["load_before"], r["load_after"]))
     g = res["geomean"]
-    lines += ["", "| geomean | ORT/infera | OpenVINO/infera | best peer/infera | models below 1.0× of the best |",
-              "| --- | ---: | ---: | ---: | --- |"]
+    lines += ["", "| geomean | ORT/infera | OpenVINO/infera | best peer/infera | models below 1.0× of the best |" +
+              (" best peer/infera (%s) | below 1.0× (%s) |" % (env_label, env_label) if env else ""),
+              "| --- | ---: | ---: | ---: | --- |" + (" ---: | --- |" if env else "")]
     for key, label in (("b1", "batch 1, the model set"), ("b16", "batch 16")):
         if key in g:
-            lines.append("| %s | %s | %s | %s | %s |" % (label, fmt_ratio(g[key]["ort"]), fmt_ratio(g[key]["ov"]),
-                                                        fmt_ratio(g[key]["best"]), ", ".join(g[key]["below"]) or "none"))
+            extra = " %s | %s |" % (fmt_ratio(g[key].get("best_env")), ", ".join(g[key].get("below_env", [])) or
+                                    "none") if env else ""
+            lines.append("| %s | %s | %s | %s | %s |%s" % (
+                label, fmt_ratio(g[key]["ort"]), fmt_ratio(g[key]["ov"]), fmt_ratio(g[key]["best"]),
+                ", ".join(g[key]["below"]) or "none", extra))
     lines += ["", "A ratio above 1.00× means infera takes less time than that peer. Targets (issue 13): geomean "
               "≥ 1.25× the faster peer over the batch-1 set, no model below 1.0×, batch 16 ≥ 1.25× on all three.", ""]
     if res.get("errors"):
@@ -190,7 +217,12 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--name", default="cpu-families")
+    ap.add_argument("--infera-env", action="append", default=[], metavar="VAR=VALUE",
+                    help="also time infera with these variables set (repeatable), as a fourth engine "
+                    "alternating with the others")
     args = ap.parse_args()
+    env = dict(kv.split("=", 1) for kv in args.infera_env if "=" in kv)
+    engines = ENGINES + ([ENV_ENGINE] if env else [])
 
     try:
         import onnxruntime as ort
@@ -212,7 +244,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="infera-families-") as work:
         for model, batch in configs:
             path = os.path.join(args.models_dir, model + ".onnx")
-            runs = {e: [] for e in ENGINES}
+            runs = {e: [] for e in engines}
             peers = {}
             try:
                 peers["onnxruntime"] = OrtRunner(path, args.threads)
@@ -224,11 +256,15 @@ def main():
                 errors.append("%s b%d openvino: %s" % (model, batch, str(e).splitlines()[0]))
             l0 = loadavg()
             for r in range(args.rounds):
-                order = ENGINES[r % 3:] + ENGINES[:r % 3]
+                n = len(engines)
+                order = engines[r % n:] + engines[:r % n]
                 for eng in order:
                     try:
                         if eng == "infera":
                             res = run_infera(infera, path, batch, args.threads, args.warmup, args.duration, work)
+                        elif eng == ENV_ENGINE:
+                            res = run_infera_env(env, infera, path, batch, args.threads, args.warmup,
+                                                 args.duration, work)
                         elif eng in peers:
                             res = peers[eng].run(batch, args.warmup, args.duration)
                         else:
@@ -242,7 +278,7 @@ def main():
             l1 = loadavg()
             loads += [l0, l1]
             row = {"model": model, "batch": batch, "load_before": l0, "load_after": l1, "engines": {}}
-            for eng in ENGINES:
+            for eng in engines:
                 if runs[eng]:
                     row["engines"][eng] = {"p50_ms": round(statistics.median(x["p50_ms"] for x in runs[eng]), 3),
                                            "round_p50s": [round(x["p50_ms"], 3) for x in runs[eng]]}
@@ -256,6 +292,9 @@ def main():
                 best = [e[k]["p50_ms"] for k in ("onnxruntime", "openvino") if k in e]
                 if best:
                     row["ratio_best"] = round(min(best) / i, 3)
+            if ENV_ENGINE in e and any(k in e for k in ("onnxruntime", "openvino")):
+                best = min(e[k]["p50_ms"] for k in ("onnxruntime", "openvino") if k in e)
+                row["ratio_best_env"] = round(best / e[ENV_ENGINE]["p50_ms"], 3)
             for k, pr in peers.items():
                 row["engines"].setdefault(k, {})["build_ms"] = round(pr.build_ms, 1)
             results.append(row)
@@ -265,8 +304,10 @@ def main():
     for key, b in (("b1", 1), ("b16", 16)):
         rows = [r for r in results if r["batch"] == b]
         if rows:
-            geo[key] = {k: geomean([r.get("ratio_" + k) for r in rows]) for k in ("ort", "ov", "best")}
+            geo[key] = {k: geomean([r.get("ratio_" + k) for r in rows]) for k in ("ort", "ov", "best", "best_env")}
             geo[key]["below"] = [r["model"] for r in rows if r.get("ratio_best") is not None and r["ratio_best"] < 1.0]
+            geo[key]["below_env"] = [r["model"] for r in rows
+                                     if r.get("ratio_best_env") is not None and r["ratio_best_env"] < 1.0]
     now = datetime.datetime.now().astimezone()
     res = {
         "generator": "bench/cpu_families.py",
@@ -278,7 +319,7 @@ def main():
                      "openvino": ov.__version__.split("-")[0], "numpy": np.__version__,
                      "python": platform.python_version()},
         "settings": {"threads": args.threads, "rounds": args.rounds, "duration_s": args.duration,
-                     "warmup": args.warmup, "models_dir": args.models_dir},
+                     "warmup": args.warmup, "models_dir": args.models_dir, "infera_env": env},
         "load_min": min([x for x in loads if x is not None], default=None),
         "load_max": max([x for x in loads if x is not None], default=None),
         "results": results, "geomean": geo, "errors": errors,
@@ -291,8 +332,9 @@ def main():
     write_markdown(stem + ".md", res, os.path.basename(stem + ".png") if png else None)
     print()
     for key, g in geo.items():
-        print("geomean %s: ORT/infera %s, OpenVINO/infera %s, best/infera %s; below 1.0x: %s" % (
-            key, fmt_ratio(g["ort"]), fmt_ratio(g["ov"]), fmt_ratio(g["best"]), ", ".join(g["below"]) or "none"))
+        print("geomean %s: ORT/infera %s, OpenVINO/infera %s, best/infera %s; below 1.0x: %s%s" % (
+            key, fmt_ratio(g["ort"]), fmt_ratio(g["ov"]), fmt_ratio(g["best"]), ", ".join(g["below"]) or "none",
+            "; with the env: best/infera %s" % fmt_ratio(g.get("best_env")) if env else ""))
     print("wrote %s.md" % stem)
     return 1 if errors else 0
 
