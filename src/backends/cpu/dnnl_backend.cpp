@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "backends/cpu/dnnl_internal.h"
+#include "backends/cpu/omp_throttle.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
@@ -214,6 +215,7 @@ Status DnnlKernel::run(ComputeContext& ctx) const {
   if (ctx.res.scratch_bytes < scratch_bytes())
     return ctx.error("oneDNN kernel: %zu scratch bytes given, %zu needed", ctx.res.scratch_bytes, scratch_bytes());
   char* scratch = static_cast<char*>(ctx.res.scratch);
+  omp_throttle_tick();
   try {
     for (size_t i = 0; i < slots_.size(); ++i) {
       const Slot& s = slots_[i];
