@@ -79,22 +79,29 @@ class Throttle {
     }
     const int r = runnable_now();
     if (r < 0) return;
-    if (r > cpus_) {
-      quiet_samples_ = 0;
-      if (++busy_samples_ >= 2) park();  // two samples 100 ms apart: not a passing compile
-    } else {
-      busy_samples_ = 0;
-      if (++quiet_samples_ >= 10) release();  // a second without oversubscription
+    // Two samples 100 ms apart: not a passing compile; a second without oversubscription to release.
+    const int d = hysteresis_.sample(r, cpus_);
+    if (d > 0) park();
+    if (d < 0) release();
+  }
+
+  int set(bool on) {
+    if (on) {
+      park();
+      return team_.load();
     }
+    release();
+    return 0;
   }
 
   bool active() const { return parked_.load(); }
 
  private:
   void park() {
-    std::lock_guard<std::mutex> g(m_);
+    std::unique_lock<std::mutex> l(m_);
     if (parked_.load()) return;
     stop_ = false;
+    ready_ = false;
     const int n = cpus_;
     parker_ = std::thread([this, n] {
       // A team of n on this thread: libgomp now manages more threads than there are CPUs.
@@ -102,10 +109,13 @@ class Throttle {
       std::atomic<int> joined{0};
 #pragma omp parallel num_threads(n)
       joined.fetch_add(1, std::memory_order_relaxed);
+      std::unique_lock<std::mutex> pl(m_);
       team_.store(joined.load());
-      std::unique_lock<std::mutex> l(m_);
-      cv_.wait(l, [this] { return stop_; });
+      ready_ = true;
+      cv_.notify_all();
+      cv_.wait(pl, [this] { return stop_; });
     });
+    cv_.wait(l, [this] { return ready_; });  // the team exists when park() returns
     parked_.store(true);
     if (verbose() >= 1)
       std::fprintf(stderr, "infera dnnl: machine oversubscribed (> %d runnable threads): OpenMP waits throttled\n", n);
@@ -119,6 +129,7 @@ class Throttle {
       stop_ = true;
       t = std::move(parker_);
       parked_.store(false);
+      team_.store(0);
     }
     cv_.notify_all();
     if (t.joinable()) t.join();  // the thread's exit frees its OpenMP team
@@ -128,10 +139,10 @@ class Throttle {
   const Mode mode_;
   const int cpus_;
   std::atomic<int64_t> next_check_ms_{0};
-  int busy_samples_ = 0, quiet_samples_ = 0;  // touched by the one checker of the moment only
+  ThrottleHysteresis hysteresis_;  // touched by the one checker of the moment only
   std::mutex m_;
   std::condition_variable cv_;
-  bool stop_ = false;
+  bool stop_ = false, ready_ = false;
   std::atomic<bool> parked_{false};
   std::atomic<int> team_{0};  // threads of the parked team (n unless libgomp gave fewer)
   std::thread parker_;
@@ -147,5 +158,7 @@ Throttle& throttle() {
 void omp_throttle_tick() { throttle().tick(); }
 
 bool omp_throttle_active() { return throttle().active(); }
+
+int omp_throttle_set(bool on) { return throttle().set(on); }
 
 }  // namespace infera::cpu
