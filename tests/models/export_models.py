@@ -37,6 +37,19 @@ except ImportError as e:  # pragma: no cover - environment problem
     sys.exit(1)
 
 M = torchvision.models
+import torchvision.models.segmentation  # noqa: E402  (M.segmentation is not imported by models)
+
+
+class SegmentationOut(torch.nn.Module):
+    """torchvision's segmentation models return {"out": ...}: export the tensor alone."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x)["out"]
+
 
 # name -> constructor (random weights). Keep names stable: other scripts and the README use them.
 MODELS = {
@@ -50,6 +63,17 @@ MODELS = {
     "googlenet": lambda: M.googlenet(weights=None, aux_logits=False, init_weights=True),
     "regnet_y_400mf": lambda: M.regnet_y_400mf(weights=None),
     "convnext_tiny": lambda: M.convnext_tiny(weights=None),
+    # Families of issue 13: grouped (RegNetX), wide, NAS-found depthwise (MnasNet), plain deep 3x3
+    # (VGG), and segmentation heads (dilated convolutions, ASPP / LRASPP, bilinear Resize to the input
+    # size, large spatial outputs). The segmentation models return a dict: only its "out" is exported.
+    "regnet_x_800mf": lambda: M.regnet_x_800mf(weights=None),
+    "wide_resnet50_2": lambda: M.wide_resnet50_2(weights=None),
+    "mnasnet1_0": lambda: M.mnasnet1_0(weights=None),
+    "vgg16": lambda: M.vgg16(weights=None),
+    "lraspp_mobilenet_v3_large": lambda: SegmentationOut(
+        M.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None)),
+    "deeplabv3_resnet50": lambda: SegmentationOut(
+        M.segmentation.deeplabv3_resnet50(weights=None, weights_backbone=None, aux_loss=False)),
 }
 
 DEFAULT_OPSET = 13

@@ -2,6 +2,8 @@
 // the shared kernel class and the helpers of the op families (dnnl_<family>.cpp).
 #include "backends/cpu/dnnl_backend.h"
 
+#include <omp.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +11,7 @@
 #include <limits>
 
 #include "backends/cpu/dnnl_internal.h"
+#include "backends/cpu/omp_throttle.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
@@ -28,6 +31,13 @@ dnnl::engine& engine() {
 
 // A node's label for the verbose lines: names from the model escaped and capped (Status::error's rule).
 static std::string safe_label(const Node& n) { return Status::error(StatusCode::kInternal, n.label()).message(); }
+
+OmpThreadsScope::OmpThreadsScope(int n) : prev_(omp_get_max_threads()), n_(n) {
+  if (n_ > 0 && n_ != prev_) omp_set_num_threads(n_);
+}
+OmpThreadsScope::~OmpThreadsScope() {
+  if (n_ > 0 && n_ != prev_) omp_set_num_threads(prev_);
+}
 
 int verbose() {
   static const int v = [] {
@@ -205,6 +215,7 @@ Status DnnlKernel::run(ComputeContext& ctx) const {
   if (ctx.res.scratch_bytes < scratch_bytes())
     return ctx.error("oneDNN kernel: %zu scratch bytes given, %zu needed", ctx.res.scratch_bytes, scratch_bytes());
   char* scratch = static_cast<char*>(ctx.res.scratch);
+  omp_throttle_tick();
   try {
     for (size_t i = 0; i < slots_.size(); ++i) {
       const Slot& s = slots_[i];
@@ -383,6 +394,7 @@ class DnnlBackend : public Backend {
     Support s = supports(req);
     if (!s.ok) return std::unique_ptr<StepKernel>();
     const Family* f = family_of(req);
+    OmpThreadsScope threads(req.num_threads);
     try {
       std::unique_ptr<DnnlKernel> k = f->create(req);
       if (!k) return std::unique_ptr<StepKernel>();
@@ -412,6 +424,7 @@ class DnnlBackend : public Backend {
     if (!((req.from == Format::kPlain && req.to == B) || (req.from == B && req.to == Format::kPlain)))
       return std::unique_ptr<StepKernel>();
     const Dims d = req.value->shape.concrete();
+    OmpThreadsScope threads(req.num_threads);
     try {
       auto k = std::make_unique<DnnlKernel>("dnnl reorder");
       memory src = k->bind_input(0, md_of(d, req.from)), dst = k->bind_output(0, md_of(d, req.to));

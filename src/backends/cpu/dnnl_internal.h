@@ -23,6 +23,21 @@ dnnl::engine& engine();
 // INFERA_VERBOSE: >= 2 prints every kernel made (including those of discarded plan attempts).
 int verbose();
 
+// oneDNN (OpenMP runtime) fixes a primitive's thread count when the primitive is made, from
+// omp_get_max_threads() of the making thread: a session of N threads must make its primitives
+// under N, or a --threads 1 session runs 2-thread teams and spins on a loaded machine. Sets the
+// count of the calling thread for the scope and restores it.
+class OmpThreadsScope {
+ public:
+  explicit OmpThreadsScope(int n);
+  ~OmpThreadsScope();
+  OmpThreadsScope(const OmpThreadsScope&) = delete;
+  OmpThreadsScope& operator=(const OmpThreadsScope&) = delete;
+
+ private:
+  int prev_, n_;
+};
+
 memory::format_tag plain_tag(int rank);  // a, ab, abc, abcd, ... (undef for rank > 6)
 memory::desc plain_md(const Dims& dims);
 // float32 descriptor of dims in format f (blocked formats only apply to 4-D).

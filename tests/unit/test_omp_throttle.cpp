@@ -1,0 +1,60 @@
+// The OpenMP throttle (src/backends/cpu/omp_throttle.cpp): parking makes libgomp manage more
+// threads than there are CPUs (a real extra team), releasing frees it, the load samples decide
+// with hysteresis. (That libgomp then spins less is measured in bench/results/*cpu-families*.)
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include "backends/cpu/omp_throttle.h"
+
+namespace infera {
+namespace {
+
+int threads_now() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return -1;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') ++n;
+  closedir(d);
+  return n;
+}
+
+int usable() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+TEST(OmpThrottle, ParkingAddsATeamAndReleasingFreesIt) {
+  cpu::omp_throttle_set(false);
+  const int before = threads_now();
+  ASSERT_GT(before, 0);
+  const int team = cpu::omp_throttle_set(true);
+  EXPECT_TRUE(cpu::omp_throttle_active());
+  EXPECT_EQ(team, usable());
+  // The parking thread and its team's workers: more threads than CPUs for libgomp.
+  EXPECT_EQ(threads_now(), before + team);
+  EXPECT_EQ(cpu::omp_throttle_set(true), team);  // parking twice keeps one team
+  EXPECT_EQ(threads_now(), before + team);
+  cpu::omp_throttle_set(false);
+  EXPECT_FALSE(cpu::omp_throttle_active());
+  EXPECT_EQ(threads_now(), before);
+}
+
+TEST(OmpThrottle, HysteresisParksAfterTwoBusySamplesAndReleasesAfterTenQuiet) {
+  cpu::ThrottleHysteresis h;
+  EXPECT_EQ(h.sample(3, 2), 0);  // one busy sample: a passing compile
+  EXPECT_EQ(h.sample(2, 2), 0);  // quiet again: the busy count restarts
+  EXPECT_EQ(h.sample(3, 2), 0);
+  EXPECT_EQ(h.sample(5, 2), +1);
+  EXPECT_EQ(h.sample(9, 2), +1);
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(h.sample(2, 2), 0) << i;
+  EXPECT_EQ(h.sample(1, 2), -1);
+  EXPECT_EQ(h.sample(3, 2), 0);  // a busy sample restarts the quiet count
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(h.sample(2, 2), 0) << i;
+  EXPECT_EQ(h.sample(2, 2), -1);
+}
+
+}  // namespace
+}  // namespace infera
