@@ -231,6 +231,35 @@ def add(c, ort):
                        "--precision")
     c.test("quantize --precision mixed: budget 1 all int8, 0 all float, overrides, eval", mixed_precision)
 
+    def mixed_choice_in_cache():
+        # The mix is stored in the calibration cache and read back: the same budget and overrides give
+        # the same model without calibration data (nothing re-measured); another budget needs samples.
+        import onnx
+        cache = os.path.join(d, "mix.calib.json")
+        if os.path.exists(cache):
+            os.remove(cache)
+        a, b = os.path.join(d, "mix_a.onnx"), os.path.join(d, "mix_b.onnx")
+        ok(*c.sh("quantize", model, "--calibration", calib, "-o", a, "--batch", "8", "--precision", "mixed",
+                 "--accuracy-budget", "1", "--layer-precision", "c1:fp32,*:int8", "--calib-cache", cache))
+        mix = json.load(open(cache)).get("mixed")
+        expect(mix == {"budget": 1, "layer_precision": "c1:fp32,*:int8", "float_layers": ["c1"]}, "cache: %r" % mix)
+        rc, so, se = c.sh("quantize", model, "-o", b, "--precision", "mixed", "--accuracy-budget", "1",
+                          "--layer-precision", "c1:fp32,*:int8", "--calib-cache", cache)
+        ok(rc, so, se)
+        expect("not re-measured" in so, "the stored mix was not reused:\n" + so)
+        ga, gb = onnx.load(a).graph, onnx.load(b).graph
+        expect([(n.op_type, list(n.input)) for n in ga.node] == [(n.op_type, list(n.input)) for n in gb.node],
+               "the model from the stored mix differs from the measured one")
+        one_line_error(*c.sh("quantize", model, "-o", b, "--precision", "mixed", "--accuracy-budget", "0.5",
+                             "--layer-precision", "c1:fp32,*:int8", "--calib-cache", cache), 1, "--calibration")
+        bad = os.path.join(d, "badmix.json")
+        text = open(cache).read().replace('"float_layers": ["c1"]', '"float_layers": [1]')
+        open(bad, "w").write(text)
+        one_line_error(*c.sh("quantize", model, "-o", b, "--precision", "mixed", "--accuracy-budget", "1",
+                             "--calib-cache", bad), 1, "badmix.json", "not a valid cache")
+
+    c.test("quantize --precision mixed: the choice stored in the cache and reused", mixed_choice_in_cache)
+
     def integer_adds_left_alone():
         # conv -> Reshape to [N, -1] by shape arithmetic (Shape, Gather, Add of int64 tensors, as
         # PyTorch exports x.view(x.size(0), -1)): only float tensors are quantized.
