@@ -54,9 +54,10 @@ float amax_percentile(const std::vector<double>& hist, float hist_max, double pe
 }
 
 float amax_entropy(const std::vector<double>& hist_in, float hist_max) {
-  // The first bin (|x| ~ 0: ReLU's zeros, padding) is set to its neighbour's count, as NVIDIA's
-  // calibrators do: its spike would otherwise dominate the divergence and pick a threshold that clips
-  // almost everything (measured: Fashion-MNIST top-1 0.18 without this, see docs/int8.md).
+  // TensorRT's entropy calibration as NVIDIA's pytorch-quantization (_compute_amax_entropy) writes it:
+  // the first bin (|x| ~ 0: ReLU's zeros, padding) takes its neighbour's count, as NVIDIA's calibrators
+  // do: its spike would otherwise dominate the divergence and pick a threshold that clips almost
+  // everything (measured: Fashion-MNIST top-1 0.18 without this, see docs/int8.md).
   std::vector<double> hist = hist_in;
   if (hist.size() > 1) hist[0] = hist[1];
   const int bins = static_cast<int>(hist.size()), levels = 128;
@@ -73,10 +74,13 @@ float amax_entropy(const std::vector<double>& hist_in, float hist_max) {
     for (int k = i; k < bins; ++k) outliers += hist[k];
     for (int k = 0; k < i; ++k) p[k] = hist[k];
     p[i - 1] += outliers;
+    // Bin k belongs to level j when j * i / 128 <= k < (j + 1) * i / 128 (numpy's digitize over
+    // linspace(0, i, 129) in the reference; exact in double: i / 128 is a power-of-two division). This
+    // used floor() for both ends, which moved the first bin of each level into the one before.
     const double merged = static_cast<double>(i) / levels;
     for (int j = 0; j < levels; ++j) {
-      const int s = static_cast<int>(std::floor(j * merged)),
-                e = j == levels - 1 ? i : static_cast<int>(std::floor((j + 1) * merged));
+      const int s = static_cast<int>(std::ceil(j * merged)),
+                e = j == levels - 1 ? i : static_cast<int>(std::ceil((j + 1) * merged));
       double sum = 0;
       int nz = 0;
       for (int k = s; k < e; ++k) {
@@ -88,13 +92,23 @@ float amax_entropy(const std::vector<double>& hist_in, float hist_max) {
     double ps = 0, qs = 0;
     for (int k = 0; k < i; ++k) ps += p[k], qs += q[k];
     if (ps <= 0 || qs <= 0) continue;
+    // KL(p || q). Where p has mass and q none (the clipped mass folded into an empty last bin) the
+    // divergence is infinite and the candidate is out, as in the reference (scipy's entropy). This
+    // used to be smoothed with q = 1e-10, which made clipping into an empty bin nearly free: on
+    // sparse tails the minimum then landed on such a bin, below the reference's threshold.
     double kl = 0;
-    for (int k = 0; k < i; ++k) {
+    bool finite = true;
+    for (int k = 0; k < i && finite; ++k) {
       if (p[k] <= 0) continue;
-      const double pk = p[k] / ps, qk = q[k] > 0 ? q[k] / qs : 1e-10;  // smoothing where q lost mass
+      if (q[k] <= 0) {
+        finite = false;
+        break;
+      }
+      const double pk = p[k] / ps, qk = q[k] / qs;
       kl += pk * std::log(pk / qk);
     }
-    if (kl < best) best = kl, best_i = i;
+    // Ties go to the larger threshold (the reference takes the last minimum).
+    if (finite && kl <= best) best = kl, best_i = i;
   }
   return hist_max * static_cast<float>(best_i) / static_cast<float>(bins);
 }
@@ -176,10 +190,17 @@ Result<CalibrationTable> calibrate(const std::string& model_path, const std::vec
   }
   CalibrationTable tab;
   tab.method = calib_method_name(opts.method, opts.percentile);
+  // The model's input keeps its full range under entropy. It is data, not an activation: images are
+  // a few discrete values (8-bit pixels) with a spike (the background), and KL(P||Q) is blind to
+  // clipping into a spike (the folded mass barely changes a bin that already holds most of it) and to
+  // rounding where each of the 128 levels holds one value. On the Fashion model the minimum clipped
+  // the input at |background| = 0.81 of 2.02: every bright pixel lost, top-1 0.9259 -> 0.8421.
+  std::set<std::string> graph_inputs;
+  for (const auto& i : m.graph().input()) graph_inputs.insert(i.name());
   for (size_t t = 0; t < names.size(); ++t) {
     float a = amax[t];
     if (opts.method == CalibMethod::kPercentile) a = amax_percentile(h[t], amax[t], opts.percentile);
-    if (opts.method == CalibMethod::kEntropy) a = amax_entropy(h[t], amax[t]);
+    if (opts.method == CalibMethod::kEntropy && !graph_inputs.count(names[t])) a = amax_entropy(h[t], amax[t]);
     tab.amax[names[t]] = a;
   }
   return tab;

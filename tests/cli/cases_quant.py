@@ -96,6 +96,40 @@ def add(c, ort):
 
     c.test("quantize: cache reused; other method/model, corrupt: errors", cache_reuse_and_refusals)
 
+    def entropy_matches_reference():
+        # Pixel-like calibration data: 8-bit values, 60% background 0, normalized as for training
+        # (background at -0.857): the input's |x| histogram is 256 sparse bins with a spike, the case
+        # where KL used to clip the input at the background (Fashion: -8.4 points). The activations'
+        # thresholds must equal the numpy reference of TensorRT's algorithm (tests/quant/entropy_ref.py)
+        # on the same histograms, to a bin.
+        expect(ort is not None, "needs onnxruntime")
+        sys.path.insert(0, os.path.join(HERE, "..", "quant"))
+        import entropy_ref
+        r = np.random.default_rng(11)
+        px = r.integers(0, 256, (40, 3, 8, 8)) * (r.random((40, 3, 8, 8)) > 0.6)
+        x = ((px / 255.0 - 0.3) / 0.35).astype(np.float32)
+        data = os.path.join(d, "pixels.npy")
+        np.save(data, x)
+        out = os.path.join(d, "cls.pixels.onnx")
+        ok(*c.sh("quantize", model, "--calibration", data, "-o", out, "--calib-method", "entropy"))
+        got = {k: v["amax"] for k, v in json.load(open(out + ".calib.json"))["tensors"].items()}
+        expect(abs(got["input"] - np.abs(x).max()) <= 1e-6 * np.abs(x).max(),
+               "input: entropy clipped the model input to %.4f of %.4f" % (got["input"], np.abs(x).max()))
+        import onnx
+        m = onnx.load(model)
+        for n in ("c2", "r1", "ar"):
+            m.graph.output.add().name = n
+        s = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        acts = dict(zip([o.name for o in s.get_outputs()], s.run(None, {"input": x})))
+        for n in ("c2", "r1", "ar"):
+            amax = np.float32(np.abs(acts[n]).max())
+            want = entropy_ref.amax_entropy(entropy_ref.histogram(acts[n], amax), amax)
+            expect(abs(got[n] - want) <= 1.01 * float(amax) / 2048,
+                   "%s: infera's entropy threshold %.5f, the reference's %.5f (max %.5f)" % (n, got[n], want, amax))
+
+    c.test("quantize: entropy thresholds = TensorRT's reference (numpy); input keeps its range",
+           entropy_matches_reference)
+
     def bad_calibration_data():
         x = os.path.join(d, "x.onnx")
         nan = rng.standard_normal((4, 3, 8, 8)).astype(np.float32)
@@ -196,6 +230,35 @@ def add(c, ort):
         one_line_error(*c.sh("quantize", model, "--calibration", calib, "-o", out, "--precision", "fp8"), 2,
                        "--precision")
     c.test("quantize --precision mixed: budget 1 all int8, 0 all float, overrides, eval", mixed_precision)
+
+    def mixed_choice_in_cache():
+        # The mix is stored in the calibration cache and read back: the same budget and overrides give
+        # the same model without calibration data (nothing re-measured); another budget needs samples.
+        import onnx
+        cache = os.path.join(d, "mix.calib.json")
+        if os.path.exists(cache):
+            os.remove(cache)
+        a, b = os.path.join(d, "mix_a.onnx"), os.path.join(d, "mix_b.onnx")
+        ok(*c.sh("quantize", model, "--calibration", calib, "-o", a, "--batch", "8", "--precision", "mixed",
+                 "--accuracy-budget", "1", "--layer-precision", "c1:fp32,*:int8", "--calib-cache", cache))
+        mix = json.load(open(cache)).get("mixed")
+        expect(mix == {"budget": 1, "layer_precision": "c1:fp32,*:int8", "float_layers": ["c1"]}, "cache: %r" % mix)
+        rc, so, se = c.sh("quantize", model, "-o", b, "--precision", "mixed", "--accuracy-budget", "1",
+                          "--layer-precision", "c1:fp32,*:int8", "--calib-cache", cache)
+        ok(rc, so, se)
+        expect("not re-measured" in so, "the stored mix was not reused:\n" + so)
+        ga, gb = onnx.load(a).graph, onnx.load(b).graph
+        expect([(n.op_type, list(n.input)) for n in ga.node] == [(n.op_type, list(n.input)) for n in gb.node],
+               "the model from the stored mix differs from the measured one")
+        one_line_error(*c.sh("quantize", model, "-o", b, "--precision", "mixed", "--accuracy-budget", "0.5",
+                             "--layer-precision", "c1:fp32,*:int8", "--calib-cache", cache), 1, "--calibration")
+        bad = os.path.join(d, "badmix.json")
+        text = open(cache).read().replace('"float_layers": ["c1"]', '"float_layers": [1]')
+        open(bad, "w").write(text)
+        one_line_error(*c.sh("quantize", model, "-o", b, "--precision", "mixed", "--accuracy-budget", "1",
+                             "--calib-cache", bad), 1, "badmix.json", "not a valid cache")
+
+    c.test("quantize --precision mixed: the choice stored in the cache and reused", mixed_choice_in_cache)
 
     def integer_adds_left_alone():
         # conv -> Reshape to [N, -1] by shape arithmetic (Shape, Gather, Add of int64 tensors, as

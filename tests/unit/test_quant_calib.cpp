@@ -2,6 +2,7 @@
 // (clips a long sparse tail, keeps a dense range), and the degenerate all-zero histogram.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "infera/quantize.h"
@@ -37,6 +38,25 @@ TEST(QuantCalib, EntropyClipsASparseTailAndKeepsADenseRange) {
   EXPECT_LT(tr, 8.f);
   // Uniform mass over the whole range: nothing to clip.
   EXPECT_GT(amax_entropy(std::vector<double>(2048, 1.0), 4.f), 3.8f);
+}
+
+TEST(QuantCalib, EntropyFindsTheThresholdWhereQuantizationIsExact) {
+  // A histogram whose |x| mass ends at bin 1000 and is constant on each of the 128 levels that
+  // threshold makes (level j: bins ceil(j * 1000/128) .. ceil((j+1) * 1000/128) - 1, the reference's
+  // digitize over linspace(0, 1000, 129)). There Q == P: KL = 0, the only zero (a larger threshold
+  // merges unequal levels, a smaller one folds mass into its last bin), so the threshold is bin 1000.
+  // Failed with the floor() grouping, which cut these levels one bin early.
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> count(50, 5000);
+  std::vector<double> h(2048, 0.0);
+  const int t = 1000;
+  for (int j = 0; j < 128; ++j) {
+    const double c = count(rng);
+    for (int k = static_cast<int>(std::ceil(j * (t / 128.0))); k < static_cast<int>(std::ceil((j + 1) * (t / 128.0)));
+         ++k)
+      h[k] = c;
+  }
+  EXPECT_FLOAT_EQ(amax_entropy(h, 2048.f), static_cast<float>(t));
 }
 
 TEST(QuantCalib, MethodNames) {

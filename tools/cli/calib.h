@@ -17,6 +17,12 @@ Result<std::vector<CalibrationSample>> load_calibration(const std::string& path,
 struct CalibCache {
   std::string model_sha256;
   CalibrationTable table;
+  // The mixed-precision choice made on this table ("mixed" in the file): the layers kept float for
+  // that budget and those --layer-precision overrides; reused when both match, without measuring.
+  bool has_mix = false;
+  double mix_budget = 0;
+  std::string mix_layer_precision;
+  std::vector<std::string> mix_float_layers;
 };
 Result<CalibCache> read_calib_cache(const std::string& path);
 // The same from the file's text (path for messages): refuses anything but the cache's JSON shape

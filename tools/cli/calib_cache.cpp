@@ -57,6 +57,22 @@ struct Json {
     i += e - b;
     return true;
   }
+  // Calls f() for each element of an array; f reads it.
+  template <class F>
+  bool array(F f) {
+    if (!lit('[')) return false;
+    ws();
+    if (i < s.size() && s[i] == ']') return ++i, true;
+    for (;;) {
+      if (!f()) return false;
+      ws();
+      if (i < s.size() && s[i] == ',') {
+        ++i;
+        continue;
+      }
+      return lit(']');
+    }
+  }
   // Calls f(key) for each member of an object; f reads the value.
   template <class F>
   bool object(F f) {
@@ -116,6 +132,22 @@ Result<CalibCache> parse_calib_cache(const std::string& text, const std::string&
         c.table.amax[name] = static_cast<float>(amax);
         return r;
       });
+    if (k == "mixed") {
+      c.has_mix = true;
+      bool got_budget = false;
+      return j.object([&](const std::string& f) {
+        if (f == "budget") return got_budget = j.num(c.mix_budget);
+        if (f == "layer_precision") return j.str(c.mix_layer_precision);
+        if (f == "float_layers")
+          return j.array([&] {
+            std::string l;
+            if (!j.str(l)) return false;
+            c.mix_float_layers.push_back(l);
+            return true;
+          });
+        return j.fail("unknown member '" + f + "' of \"mixed\"");
+      }) && (got_budget || j.fail("\"mixed\" needs a \"budget\""));
+    }
     std::string skip;
     double d;
     j.ws();

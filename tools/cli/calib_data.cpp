@@ -63,7 +63,16 @@ Status write_calib_cache(const std::string& path, const CalibCache& c) {
     s += std::string(first ? "\n    " : ",\n    ") + json_str(name) + b;
     first = false;
   }
-  s += "\n  }\n}\n";
+  s += "\n  }";
+  if (c.has_mix) {
+    char b[64];
+    snprintf(b, sizeof b, "%.17g", c.mix_budget);
+    s += ",\n  \"mixed\": {\"budget\": " + std::string(b) +
+         ", \"layer_precision\": " + json_str(c.mix_layer_precision) + ", \"float_layers\": [";
+    for (size_t i = 0; i < c.mix_float_layers.size(); ++i) s += (i ? ", " : "") + json_str(c.mix_float_layers[i]);
+    s += "]}";
+  }
+  s += "\n}\n";
   AtomicFile f;
   Status st = f.open(path);
   if (st.is_ok()) st = f.write(s);

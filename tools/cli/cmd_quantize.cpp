@@ -28,7 +28,8 @@ const CommandSpec& quantize_spec() {
                          "KL-divergence calibrator); default minmax"});
     c.options.push_back({"--calib-cache", "FILE",
                          "read the ranges from FILE if it exists, else write them there\n"
-                         "(default: OUT.calib.json, written)"});
+                         "(default: OUT.calib.json, written); --precision mixed stores its choice\n"
+                         "there too and reuses it for the same budget and --layer-precision"});
     c.options.push_back({"--batch", "N", "samples per calibration run from one .npy array, 1..65536 (default 32)"});
     c.options.push_back({"--precision", "P",
                          "int8 (every quantizable layer) | mixed: the layers most sensitive to int8\n"
@@ -68,8 +69,12 @@ Status quantize_to_file(const QuantizeRequest& q, std::string* summary) {
     cache = c.take();
     from_cache = true;
   }
+  // A mix stored with this table for the same budget and overrides is reused as it is.
+  const bool mix_cached = q.mixed && from_cache && cache.has_mix && cache.mix_budget == q.budget &&
+                          cache.mix_layer_precision == q.layer_precision;
+  bool cache_changed = !from_cache;
   std::vector<CalibrationSample> samples;
-  if (!from_cache || q.mixed) {
+  if (!from_cache || (q.mixed && !mix_cached)) {
     if (q.calibration.empty())
       return Status::error(q.mixed
                                ? "mixed precision measures the layers on samples: give --calibration PATH"
@@ -105,7 +110,11 @@ Status quantize_to_file(const QuantizeRequest& q, std::string* summary) {
   }
   std::string mixed_report;
   std::vector<std::string> float_layers;
-  if (q.mixed) {
+  if (mix_cached) {
+    float_layers = cache.mix_float_layers;
+    mixed_report = "mixed: " + std::to_string(float_layers.size()) + " layers fp32 (the choice stored in " + q.cache +
+                   " for budget " + std::to_string(q.budget) + "; not re-measured)\n";
+  } else if (q.mixed) {
     MixedOptions mo;
     mo.budget = q.budget;
     mo.num_threads = q.num_threads;
@@ -147,17 +156,23 @@ Status quantize_to_file(const QuantizeRequest& q, std::string* summary) {
                   plan.value().estimated, plan.value().measured, q.budget,
                   plan.value().measured <= q.budget ? ", met" : ", NOT met with every free layer float");
     mixed_report += line;
+    cache.has_mix = true;
+    cache.mix_budget = q.budget;
+    cache.mix_layer_precision = q.layer_precision;
+    cache.mix_float_layers = float_layers;
+    cache_changed = true;
   }
   st = write_qdq_model(q.model, cache.table, q.out, float_layers);
   if (!st.is_ok()) return st;
   const std::string cache_out = q.cache.empty() ? q.out + ".calib.json" : q.cache;
-  if (!from_cache) {
+  if (cache_changed) {
     st = write_calib_cache(cache_out, cache);
     if (!st.is_ok()) return st;
   }
   if (summary)
     *summary = mixed_report + "quantized " + std::to_string(cache.table.amax.size()) + " activations (" + method_name +
-               ", " + (from_cache ? "ranges from " + q.cache : "cache written to " + cache_out) + "); wrote " + q.out;
+               ", " + (from_cache ? "ranges from " + q.cache : "cache written to " + cache_out) +
+               (from_cache && cache_changed ? ", mix added to it" : "") + "); wrote " + q.out;
   return Status::ok();
 }
 
