@@ -15,7 +15,6 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
-#include <set>
 #include <sstream>
 #include <thread>
 
@@ -194,8 +193,10 @@ struct MultiDeviceSession::Impl {
   MultiDeviceOptions opts;
   std::vector<std::unique_ptr<Lane>> lanes;
   std::atomic<uint64_t> next{0};
-  mutable std::mutex mu;           // stats, prepared
-  std::set<Shapes> prepared;       // input shapes whose plans every lane has
+  mutable std::mutex mu;  // stats, prepared
+  // Input shapes whose plans every lane has -> the joined outputs' dims (latency mode; empty in
+  // throughput mode, where each session allocates its outputs).
+  std::map<Shapes, std::vector<std::vector<int64_t>>> prepared;
   std::map<Shapes, Status> split;  // latency mode: Session::check_batch_split per input shape
 
   ~Impl() {
@@ -228,10 +229,11 @@ struct MultiDeviceSession::Impl {
     return d <= 1 ? std::vector<int64_t>{n} : chunk_sizes(n, (n + d - 1) / d);
   }
 
-  Status prepare(const Shapes& shapes) {
+  Result<std::vector<std::vector<int64_t>>> prepare(const Shapes& shapes) {
     {
       std::lock_guard<std::mutex> l(mu);
-      if (prepared.count(shapes)) return Status::ok();
+      auto it = prepared.find(shapes);
+      if (it != prepared.end()) return it->second;
     }
     // Per lane, the shape it runs: in latency mode its row block, else the whole batch.
     std::vector<Shapes> per(lanes.size(), shapes);
@@ -257,10 +259,13 @@ struct MultiDeviceSession::Impl {
       per.resize(b.size());
       for (size_t i = 0; i < b.size(); ++i) per[i] = with_rows(shapes, b[i]);
     }
+    std::vector<std::vector<int64_t>> first_out;  // the first block's output dims
     auto prep = [&](size_t i) {
       return on(i, [&, i](Lane& l) -> Status {
         auto r = l.session->prepare(per[i]);
-        return r.is_ok() ? Status::ok() : r.status().prefixed(l.stats.device.str() + ": ");
+        if (!r.is_ok()) return r.status().prefixed(l.stats.device.str() + ": ");
+        if (i == 0) first_out = r.value().output_dims;
+        return Status::ok();
       });
     };
     // The first device first: its search fills the perf DB the others then read.
@@ -271,10 +276,24 @@ struct MultiDeviceSession::Impl {
     for (std::thread& t : ts) t.join();
     for (const Status& s : st)
       if (!s.is_ok()) return s;
+    // The joined outputs: the first block's output dims with the whole batch as dim 0.
+    std::vector<std::vector<int64_t>> joined;
+    if (opts.mode == MultiDeviceOptions::Mode::kLatency) {
+      const auto& outs = lanes[0]->session->outputs();
+      const int64_t rows = per[0].empty() || per[0].begin()->second.empty() ? 0 : per[0].begin()->second[0];
+      const int64_t n = shapes.empty() || shapes.begin()->second.empty() ? 0 : shapes.begin()->second[0];
+      for (size_t o = 0; o < outs.size(); ++o) {
+        std::vector<int64_t> d = o < first_out.size() ? first_out[o] : std::vector<int64_t>{};
+        if (d.empty() || d[0] != rows)
+          return Status::error(StatusCode::kInternal, "output '" + outs[o].name + "' has no batch axis");
+        d[0] = n;
+        joined.push_back(std::move(d));
+      }
+    }
     std::lock_guard<std::mutex> l(mu);
     if (prepared.size() >= 256) prepared.clear();  // shapes come from callers: bounded
-    prepared.insert(shapes);
-    return Status::ok();
+    prepared.emplace(shapes, joined);
+    return joined;
   }
 
   Result<std::vector<Tensor>> run(const std::map<std::string, Tensor>& in) {
@@ -282,7 +301,8 @@ struct MultiDeviceSession::Impl {
       if (!t.device().is_cpu())
         return Status::error(StatusCode::kInvalidInput, "input '" + name + "': a multi-device run takes host tensors");
     const Shapes shapes = shapes_of(in);
-    if (Status s = prepare(shapes); !s.is_ok()) return s;
+    auto dims = prepare(shapes);
+    if (!dims.is_ok()) return dims.status();
     if (opts.mode == MultiDeviceOptions::Mode::kThroughput) {
       const size_t i = next++ % lanes.size();
       const int64_t rows = in.begin()->second.dims().empty() ? 1 : in.begin()->second.dims()[0];
@@ -300,17 +320,10 @@ struct MultiDeviceSession::Impl {
     }
     const int64_t n = in.begin()->second.dims().empty() ? 0 : in.begin()->second.dims()[0];
     const std::vector<int64_t> b = blocks(n);
-    // The joined outputs: each block's output dims with the batch as dim 0.
-    auto rep = lanes[0]->session->prepare(with_rows(shapes, b[0]));
-    if (!rep.is_ok()) return rep.status();
     std::vector<Tensor> out;
     const auto& outs = lanes[0]->session->outputs();
     for (size_t o = 0; o < outs.size(); ++o) {
-      std::vector<int64_t> d = rep.value().output_dims[o];
-      if (d.empty() || d[0] != b[0])
-        return Status::error(StatusCode::kInternal, "output '" + outs[o].name + "' has no batch axis");
-      d[0] = n;
-      auto t = Tensor::make(outs[o].dtype, d);
+      auto t = Tensor::make(outs[o].dtype, dims.value()[o]);
       if (!t.is_ok()) return t.status().prefixed("output '" + outs[o].name + "': ");
       out.push_back(t.take());
     }
@@ -402,7 +415,7 @@ const std::vector<IoInfo>& MultiDeviceSession::outputs() const { return impl_->l
 Session& MultiDeviceSession::session(size_t i) { return *impl_->lanes.at(i)->session; }
 
 Status MultiDeviceSession::prepare(const std::map<std::string, std::vector<int64_t>>& input_shapes) {
-  return impl_->prepare(input_shapes);
+  return impl_->prepare(input_shapes).status();
 }
 
 Result<std::vector<Tensor>> MultiDeviceSession::run(const std::map<std::string, Tensor>& inputs) {
