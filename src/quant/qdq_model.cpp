@@ -30,6 +30,15 @@ struct GraphIndex {
         if (!in.empty()) consumers[in].push_back(i);
     }
     for (const auto& t : g.initializer()) init[t.name()] = &t;
+    // An Identity of an initializer is that initializer: PyTorch's exporter (opset 17) shares equal
+    // tensors, the zero biases of BatchNorm-folded convs among them, through Identity nodes; seen
+    // as computed, those convs stayed float. Nodes are in topological order, so chains resolve.
+    for (const auto& n : g.node())
+      if (n.op_type() == "Identity" && (n.domain().empty() || n.domain() == "ai.onnx") && n.input_size() == 1 &&
+          n.output_size() == 1) {
+        auto it = init.find(n.input(0));
+        if (it != init.end() && !n.output(0).empty()) init[n.output(0)] = it->second;
+      }
     for (const auto& o : g.output()) outputs.insert(o.name());
     // Element types forward through the graph: float32 from float inputs and initializers, kept by
     // the ops that keep their first input's type; shape arithmetic (Shape, Size, Cast to int64,

@@ -78,6 +78,33 @@ def add(c, ort):
 
     c.test("quantize: minmax/percentile/entropy models run in ORT", quantize_methods)
 
+    def shared_bias_through_identity():
+        # PyTorch's opset-17 export shares equal tensors through Identity nodes (the zero biases of
+        # BatchNorm-folded convs): such a bias is still a constant, and both convs must become int8.
+        import onnx
+        m = classifier()
+        g = m.graph
+        for t in g.initializer:
+            if t.name == "b1":
+                t.CopyFrom(numpy_helper.from_array(np.zeros(8, np.float32), "bz"))
+        g.initializer.remove([t for t in g.initializer if t.name == "b2"][0])
+        g.node.insert(0, helper.make_node("Identity", ["bz"], ["b1"], name="id1"))
+        g.node.insert(1, helper.make_node("Identity", ["bz"], ["b2"], name="id2"))
+        shared = save(m, os.path.join(d, "shared_bias.onnx"))
+        out = os.path.join(d, "shared_bias.int8.onnx")
+        ok(*c.sh("quantize", shared, "--calibration", calib, "-o", out))
+        q = onnx.load(out)
+        floats = [t.name for t in q.graph.initializer if t.name in ("w1", "w2")]
+        expect(not floats, "float conv weights left in the QDQ model: %s" % floats)
+        rc, so, se = c.sh("info", out)
+        ok(rc, so, se)
+        expect(re.search(r"com\.infera\.QConv\s+0 -> 2\b", so), "not both convs int8: %s" %
+               [l for l in so.splitlines() if "Conv" in l])
+        if ort is not None:
+            ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"input": images[:2]})
+
+    c.test("quantize: a bias shared through Identity (PyTorch opset 17) is quantized", shared_bias_through_identity)
+
     def cache_reuse_and_refusals():
         out = os.path.join(d, "cls.minmax.onnx")
         cache = out + ".calib.json"

@@ -100,15 +100,21 @@ TEST(Concurrency, FourSessionsAtOnce) {
   std::vector<std::unique_ptr<Session>> sessions;
   for (int i = 0; i < 4; ++i) sessions.push_back(load({}, 1 + i % 2));
   Tensor x = test::random_tensor({2, 16, 16, 16}, 9);
-  auto want = sessions[0]->run({{"x", x}});
-  ASSERT_TRUE(want.is_ok());
+  // Each session's serial result: the bits may differ between 1 and 2 threads (oneDNN picks its
+  // Winograd implementation, 2x3 or 4x3, by thread count when the perf db's winner is Winograd).
+  std::vector<Tensor> want;
+  for (auto& s : sessions) {
+    auto y = s->run({{"x", x}});
+    ASSERT_TRUE(y.is_ok()) << y.message();
+    want.push_back(y.value()[0]);
+  }
   std::atomic<int> bad{0};
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i)
     threads.emplace_back([&, i] {
       for (int r = 0; r < 20; ++r) {
         auto y = sessions[i]->run({{"x", x}});
-        if (!y.is_ok() || !same_bits(y.value()[0], want.value()[0])) ++bad;
+        if (!y.is_ok() || !same_bits(y.value()[0], want[i])) ++bad;
       }
     });
   for (auto& th : threads) th.join();

@@ -1,6 +1,8 @@
 // com.infera.QConv (the int8 conv the quantize_qdq pass makes) on every backend that takes it
-// (oneDNN's int8 convolution) against its reference kernel, on seeded random int8 data: zero points,
-// per-channel and per-tensor weight scales, bias, residual, ReLU, groups, strides, padding, 1x1.
+// (oneDNN's int8 convolution; the GPU's int8 implicit GEMM) against its reference kernel, bit for
+// bit, on seeded random int8 data: zero points, per-channel and per-tensor weight scales, bias,
+// residual, ReLU, groups, strides, padding, 1x1, an odd channel count; and per-tensor
+// QuantizeLinear / DequantizeLinear.
 #include "backend_harness.h"
 
 namespace infera::test {
@@ -73,6 +75,74 @@ TEST(QuantBackends, QConvOnEveryBackendMatchesReference) {
     OpCase c = make_case(q, seed += 10);
     check_case(c, "qconv X" + Shape::of(q.x).str() + " W" + Shape::of(q.w).str() + (q.residual ? " +Z" : "") +
                       (q.relu ? " relu" : ""));
+  }
+}
+
+// The cases the GPU's int8 kernels take (int8 X, no groups, a zero point only without padding):
+// the GPU must claim each, in fp32 and fp16 mode alike (int8 values do not depend on it).
+TEST(QuantBackends, QConvOnTheGpuMatchesReference) {
+  const DataType s8 = DataType::kInt8, u8 = DataType::kUInt8;
+  const QCase cases[] = {
+      {{1, 16, 10, 10}, {32, 16, 3, 3}, 1, 1, 1, s8, s8, true, true, false, true, 0, 5, 0},
+      {{2, 3, 12, 12}, {16, 3, 3, 3}, 1, 2, 1, s8, s8, true, true, false, true, 0, -7, 0},  // odd C: padded
+      {{2, 32, 8, 8}, {64, 32, 1, 1}, 1, 1, 0, s8, s8, true, false, true, true, -3, -10, 7},
+      {{2, 64, 14, 14}, {128, 64, 3, 3}, 1, 1, 1, s8, s8, true, true, true, true, 0, 3, -4},
+      {{1, 32, 9, 9}, {48, 32, 1, 1}, 1, 2, 0, s8, u8, false, true, false, false, 5, 128, 0},
+      {{1, 10, 7, 7}, {24, 10, 3, 3}, 1, 1, 1, s8, u8, true, true, true, false, 0, 100, 90},
+  };
+  uint32_t seed = 700;
+  for (const QCase& q : cases) {
+    OpCase c = make_case(q, seed += 10);
+    check_case(c,
+               "gpu qconv X" + Shape::of(q.x).str() + " W" + Shape::of(q.w).str() + (q.residual ? " +Z" : "") +
+                   (q.relu ? " relu" : ""),
+               {"dnnl", "gpu", "gpu-fp16"});
+  }
+}
+
+// Float values a half holds exactly, k/4 steps of the scale apart: the fp16 GPU quantizes the
+// same numbers as the reference, ties (k + 0.5) and saturation included.
+Tensor quarter_steps(std::vector<int64_t> dims, float scale, int kmax, uint32_t seed) {
+  Tensor t = Tensor::make(DataType::kFloat32, std::move(dims)).take();
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> u(-4 * kmax, 4 * kmax);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = static_cast<float>(u(rng)) * 0.25f * scale;
+  return t;
+}
+
+TEST(QuantBackends, QuantizeAndDequantizeLinearPerTensor) {
+  struct Q {
+    std::vector<int64_t> dims;
+    DataType dt;
+    int zp;
+  };
+  const Q cases[] = {{{2, 8, 5, 5}, DataType::kInt8, -3},
+                     {{6, 20}, DataType::kUInt8, 128},
+                     {{1, 24, 3, 7}, DataType::kUInt8, 0},
+                     {{3, 5, 4}, DataType::kInt8, 0}};
+  uint32_t seed = 900;
+  for (const Q& q : cases) {
+    const float scale = 0.0625f;  // a power of two: x / scale is exact
+    const std::string what = std::string(dtype_name(q.dt)) + " " + Shape::of(q.dims).str();
+    Tensor sc = Tensor::make(DataType::kFloat32, {}).take();
+    sc.data_as<float>()[0] = scale;
+    Tensor zp = Tensor::make(q.dt, {}).take();
+    if (q.dt == DataType::kInt8)
+      zp.data_as<int8_t>()[0] = static_cast<int8_t>(q.zp);
+    else
+      zp.data_as<uint8_t>()[0] = static_cast<uint8_t>(q.zp);
+    OpCase qc;
+    qc.op = "QuantizeLinear";
+    qc.inputs = {quarter_steps(q.dims, scale, 300, seed += 3), sc, zp};
+    qc.const_inputs = {1, 2};
+    check_case(qc, "quantize " + what, {"gpu", "gpu-fp16"});
+    OpCase dc;
+    dc.op = "DequantizeLinear";
+    dc.inputs = {q.dt == DataType::kInt8 ? random_ints<int8_t>(q.dt, q.dims, seed += 3, -128, 127)
+                                         : random_ints<uint8_t>(q.dt, q.dims, seed += 3, 0, 255),
+                 sc, zp};
+    dc.const_inputs = {1, 2};
+    check_case(dc, "dequantize " + what, {"gpu", "gpu-fp16"});
   }
 }
 

@@ -223,18 +223,21 @@ class ConvertKernel : public GpuKernel {
     GPU_TRY(gpuMemcpyAsync(d, src, n, s));
     return {};
   }
-  // A layout and/or storage change on the device (plain float32 <-> a device format).
+  // A layout and/or storage change on the device (plain float32 <-> a device format; int8 and
+  // uint8 values change layout only).
   Status transform(Format from, Format to, const void* x, void* y, gpuStream_t s) const {
     const int64_t n = static_cast<int64_t>(vi_.shape.numel());
     if (dims_.size() == 4 && (is_nhwc(from) || is_nhwc(to)) && is_nhwc(from) != is_nhwc(to)) {
       const int N = static_cast<int>(dims_[0]), C = static_cast<int>(dims_[1]), H = static_cast<int>(dims_[2]),
                 W = static_cast<int>(dims_[3]);
+      const bool byte = vi_.dtype == DataType::kInt8 || vi_.dtype == DataType::kUInt8;
+      const gpu::DType df = byte ? gpu::DType::kS8 : dtype_of(from), dt = byte ? gpu::DType::kS8 : dtype_of(to);
       if (is_nhwc(to)) {
         gpu::OutNhwc o{y, 0, 0};
-        INFERA_GPU_OK("gpu: nchw -> nhwc", gpu::nchw_to_nhwc(dtype_of(from), dtype_of(to), N, C, H, W, x, o, C, s));
+        INFERA_GPU_OK("gpu: nchw -> nhwc", gpu::nchw_to_nhwc(df, dt, N, C, H, W, x, o, C, s));
       } else {
         gpu::InNhwc i{x, 0, 0};
-        INFERA_GPU_OK("gpu: nhwc -> nchw", gpu::nhwc_to_nchw(dtype_of(from), dtype_of(to), N, C, H, W, i, y, s));
+        INFERA_GPU_OK("gpu: nhwc -> nchw", gpu::nhwc_to_nchw(df, dt, N, C, H, W, i, y, s));
       }
       return Status::ok();
     }
@@ -282,15 +285,16 @@ class GpuBackend : public Backend {
 
   Support supports(const StepRequest& req) const override {
     if (!req.node || !req.op) return Support::no("no node");
-    for (const ValueInfo* v : req.inputs)
-      if (v && (!v->shape.fully_known() || (!v->value && v->dtype != DataType::kFloat32)))
-        return Support::no("the GPU takes float32 activations of known shape");
-    for (const ValueInfo* v : req.outputs)
-      if (v && (!v->shape.fully_known() || v->dtype != DataType::kFloat32))
-        return Support::no("the GPU writes float32 values of known shape");
     const Family* f = conv_family(req);
     if (!f) f = ops_family(req);
     if (!f) f = memops_family(req);
+    const bool int8 = f && f->int8;  // the int8 ops check their own dtypes
+    for (const ValueInfo* v : req.inputs)
+      if (v && (!v->shape.fully_known() || (!v->value && !int8 && v->dtype != DataType::kFloat32)))
+        return Support::no("the GPU takes float32 activations of known shape");
+    for (const ValueInfo* v : req.outputs)
+      if (v && (!v->shape.fully_known() || (!int8 && v->dtype != DataType::kFloat32)))
+        return Support::no("the GPU writes float32 values of known shape");
     if (!f) return Support::no("no GPU kernel for this op");
     return f->query(cfg_, req);
   }
@@ -312,7 +316,8 @@ class GpuBackend : public Backend {
     const Format a = r.from_device.is_cpu() ? r.to : r.from, b = r.to_device.is_cpu() ? r.from : r.to;
     if (!device_format(a) || !device_format(b)) return std::unique_ptr<StepKernel>();
     const bool f16 = format_is_f16(r.from) || format_is_f16(r.to);
-    if ((f16 || is_nhwc(r.from) || is_nhwc(r.to)) && r.value->dtype != DataType::kFloat32)
+    const bool byte = r.value->dtype == DataType::kInt8 || r.value->dtype == DataType::kUInt8;  // int8 NHWC
+    if ((f16 || is_nhwc(r.from) || is_nhwc(r.to)) && r.value->dtype != DataType::kFloat32 && !(byte && !f16))
       return std::unique_ptr<StepKernel>();
     return std::unique_ptr<StepKernel>(std::make_unique<ConvertKernel>(cfg_, r));
   }

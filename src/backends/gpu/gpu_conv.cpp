@@ -15,6 +15,7 @@
 #include "backends/gpu/gpu_internal.h"
 #include "ops/conv.h"
 #include "ops/matmul.h"
+#include "ops/quant_conv.h"
 #include "tune/choice.h"
 
 namespace infera::gpu_backend {
@@ -369,6 +370,203 @@ Result<std::unique_ptr<StepKernel>> conv_create(const GpuConfig& c, const StepRe
   return std::unique_ptr<StepKernel>(std::move(k));
 }
 
+// ---------------------------------------------------------------- QConv (int8)
+// com.infera.QConv (ops/quant_conv.h) on the integer matrix units: int8 NHWC in and out, weights
+// repacked to OHWI int8 once, the requantization of the reference fused (bit-exact with it). An
+// odd channel count (an RGB stem) is padded to even in the scratch: the weights get a zero channel,
+// so the padded lane adds nothing whatever it holds.
+struct QConvPlan {
+  gpu::QConvShape shape;  // c: the padded count the kernel sees
+  int c_real = 0;         // the model's channel count
+  bool bias = false;
+  float x_scale = 1.f, y_scale = 1.f, z_scale = 1.f;
+  int z_zero_point = 0, y_zero_point = 0;
+  std::vector<float> w_scales;
+};
+
+bool is_byte(DataType t) { return t == DataType::kInt8 || t == DataType::kUInt8; }
+
+bool plan_qconv(const StepRequest& req, QConvPlan& p) {
+  const auto* op = dynamic_cast<const QConvOp*>(req.op);
+  if (!op || !req.has_in(0) || !req.has_in(1) || !req.has_out(0) || req.inputs[0]->value || !req.inputs[1]->value)
+    return false;
+  if (req.inputs[0]->dtype != DataType::kInt8 || req.inputs[1]->dtype != DataType::kInt8 ||
+      !is_byte(req.outputs[0]->dtype))
+    return false;
+  const Dims x = req.in_dims(0), w = req.in_dims(1), y = req.out_dims(0);
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4) return false;
+  const ConvAttrs& a = op->attrs();
+  std::vector<int64_t> pads, yd;
+  if (a.group != 1 || !conv_resolve(a, x, w, pads, yd).is_ok() || yd != y || w[1] != x[1]) return false;
+  for (int64_t v : x)
+    if (v <= 0 || v > (1 << 30)) return false;
+  const QConvParams& q = op->params();
+  gpu::QConvShape& s = p.shape;
+  s.n = static_cast<int>(x[0]), s.c = static_cast<int>(x[1]), s.h = static_cast<int>(x[2]),
+  s.w = static_cast<int>(x[3]);
+  p.c_real = s.c;
+  s.c += s.c % 2;
+  s.k = static_cast<int>(w[0]), s.r = static_cast<int>(w[2]), s.s = static_cast<int>(w[3]);
+  s.stride_h = a.strides.empty() ? 1 : static_cast<int>(a.strides[0]);
+  s.stride_w = a.strides.empty() ? 1 : static_cast<int>(a.strides[1]);
+  s.dil_h = a.dilations.empty() ? 1 : static_cast<int>(a.dilations[0]);
+  s.dil_w = a.dilations.empty() ? 1 : static_cast<int>(a.dilations[1]);
+  s.pad_t = static_cast<int>(pads[0]), s.pad_l = static_cast<int>(pads[1]);
+  s.pad_b = static_cast<int>(pads[2]), s.pad_r = static_cast<int>(pads[3]);
+  s.x_zero_point = static_cast<int>(q.x_zero_point);
+  s.has_residual = op->has_residual(*req.node) && req.has_in(3);
+  s.y_uint8 = req.outputs[0]->dtype == DataType::kUInt8;
+  s.act = q.act;
+  if (q.x_zero_point < -128 || q.x_zero_point > 127 || !gpu::qconv_check(s).ok() || s.p() != y[2] || s.q() != y[3])
+    return false;
+  if (q.w_scales.size() != 1 && q.w_scales.size() != static_cast<size_t>(s.k)) return false;
+  p.bias = req.has_in(2);
+  if (p.bias && (!req.inputs[2]->value || req.inputs[2]->dtype != DataType::kInt32 || req.in_dims(2) != Dims{y[1]}))
+    return false;
+  if (s.has_residual) {
+    const ValueInfo* z = req.inputs[3];
+    if (z->value || !is_byte(z->dtype) || req.in_dims(3) != y) return false;
+    s.z_uint8 = z->dtype == DataType::kUInt8;
+  }
+  const int64_t lo = s.y_uint8 ? 0 : -128, hi = s.y_uint8 ? 255 : 127;
+  if (q.y_zero_point < lo || q.y_zero_point > hi) return false;
+  if (s.has_residual && (q.z_zero_point < (s.z_uint8 ? 0 : -128) || q.z_zero_point > (s.z_uint8 ? 255 : 127)))
+    return false;
+  p.x_scale = q.x_scale, p.y_scale = q.y_scale, p.z_scale = q.z_scale;
+  p.z_zero_point = static_cast<int>(q.z_zero_point), p.y_zero_point = static_cast<int>(q.y_zero_point);
+  p.w_scales = q.w_scales;
+  return true;
+}
+
+Support qconv_query(const GpuConfig& c, const StepRequest& req) {
+  QConvPlan p;
+  if (!plan_qconv(req, p))
+    return Support::no("a QConv the GPU's int8 kernels do not take (uint8 X, groups, zero point with padding, rank)");
+  if (gpu::qconv_candidates(p.shape, c.dev.info).empty()) return Support::no("no GPU int8 conv kernel for this shape");
+  const FormatSet nhwc = format_bit(Format::kNhwc);  // int8 storage: the value's dtype
+  return support_all(req, {nhwc, kPlainOnly, kPlainOnly, nhwc}, {nhwc});
+}
+
+class QConvKernel : public GpuKernel {
+ public:
+  QConvKernel(const GpuConfig& c, QConvPlan p) : GpuKernel(c, ""), p_(std::move(p)) {}
+
+  Status init(const StepRequest& req) {
+    const gpu::QConvShape& s = p_.shape;
+    const int cr = p_.c_real;
+    // Weights OIHW int8 (host) -> OHWI with the channels padded to s.c; the filter sums serve a
+    // nonzero input zero point: sum (x - zp) w = sum x w - zp sum w.
+    const int8_t* src = req.inputs[1]->value->data_as<int8_t>();
+    std::vector<int8_t> ohwi(static_cast<size_t>(s.k) * s.r * s.s * s.c, 0);
+    std::vector<int32_t> wsum(s.k, 0);
+    for (int k = 0; k < s.k; ++k)
+      for (int ci = 0; ci < cr; ++ci)
+        for (int r = 0; r < s.r; ++r)
+          for (int q = 0; q < s.s; ++q) {
+            const int8_t v = src[((static_cast<size_t>(k) * cr + ci) * s.r + r) * s.s + q];
+            ohwi[((static_cast<size_t>(k) * s.r + r) * s.s + q) * s.c + ci] = v;
+            wsum[k] += v;
+          }
+    std::vector<double> scale(s.k);
+    for (int k = 0; k < s.k; ++k)
+      scale[k] = double(p_.x_scale) * double(p_.w_scales.size() == 1 ? p_.w_scales[0] : p_.w_scales[k]);
+    const int dev = cfg_.dev.index;
+    auto w = DeviceBuffer::upload(dev, ohwi.data(), ohwi.size());
+    auto sc = DeviceBuffer::upload(dev, scale.data(), scale.size() * sizeof(double));
+    auto ws = DeviceBuffer::upload(dev, wsum.data(), wsum.size() * sizeof(int32_t));
+    if (!w.is_ok()) return w.status();
+    if (!sc.is_ok()) return sc.status();
+    if (!ws.is_ok()) return ws.status();
+    w_ = w.take(), scale_ = sc.take(), wsum_ = ws.take();
+    weight_bytes_ = w_.bytes() + scale_.bytes() + wsum_.bytes();
+    if (p_.bias) {
+      auto b = DeviceBuffer::upload(dev, req.inputs[2]->value->data(), static_cast<size_t>(s.k) * 4);
+      if (!b.is_ok()) return b.status();
+      bias_ = b.take();
+      weight_bytes_ += bias_.bytes();
+    }
+    pad_bytes_ = p_.c_real != s.c ? static_cast<size_t>(s.n) * s.h * s.w * s.c : 0;
+    return choose(req);
+  }
+
+  size_t scratch_bytes() const override { return pad_bytes_; }
+
+  Status run(ComputeContext& ctx) const override {
+    const void* x = ctx.in(0).data;
+    if (pad_bytes_) {
+      const gpu::QConvShape& s = p_.shape;
+      INFERA_GPU_OK(ctx.node.label(), gpu::nhwc_pad_channels_s8(static_cast<int64_t>(s.n) * s.h * s.w, p_.c_real,
+                                                                {x, 0, 0}, s.c, ctx.res.scratch, stream(ctx)));
+      x = ctx.res.scratch;
+    }
+    gpu::QConvTensors t = tensors(x, ctx.out(0).data, p_.shape.has_residual ? ctx.in(3).data : nullptr);
+    INFERA_GPU_OK(ctx.node.label(), gpu::qconv_forward(p_.shape, choice_.ours, t, stream(ctx)));
+    return Status::ok();
+  }
+
+ private:
+  gpu::QConvTensors tensors(const void* x, void* y, const void* z) const {
+    gpu::QConvTensors t;
+    t.x = {x, 0, 0};
+    t.w = static_cast<const int8_t*>(w_.get());
+    t.y = {y, 0, 0};
+    t.bias = static_cast<const int32_t*>(bias_.get());
+    t.scale = static_cast<const double*>(scale_.get());
+    t.wsum = static_cast<const int32_t*>(wsum_.get());
+    t.z = {z, 0, 0};
+    t.z_scale = p_.z_scale;
+    t.z_zero_point = p_.z_zero_point;
+    t.inv_y = 1.0 / double(p_.y_scale);
+    t.y_zero_point = p_.y_zero_point;
+    return t;
+  }
+
+  // Times the candidates on zero data of this layer's shape (or takes the perf db's winner).
+  Status choose(const StepRequest& req) {
+    const gpu::QConvShape& s = p_.shape;
+    std::vector<gpu::Candidate> cands = gpu::qconv_candidates(s, cfg_.dev.info);
+    if (cands.empty()) return Status::error(StatusCode::kInternal, "gpu: no int8 conv candidate");
+    Scratch sc;
+    const size_t ybytes = static_cast<size_t>(s.n) * s.p() * s.q() * s.k;
+    auto x = sc.get(cfg_.dev.index, static_cast<size_t>(s.n) * s.h * s.w * s.c);
+    auto y = sc.get(cfg_.dev.index, ybytes);
+    auto z = sc.get(cfg_.dev.index, s.has_residual ? ybytes : 1);
+    if (!x.is_ok() || !y.is_ok() || !z.is_ok())
+      return Status::error(StatusCode::kOutOfMemory, "gpu: no device memory to time the int8 conv kernels");
+    const gpu::QConvTensors t = tensors(x.value(), y.value(), s.has_residual ? z.value() : nullptr);
+    choice_.device = cfg_.dev.index;
+    char shape[256];
+    std::snprintf(shape, sizeof shape, "n%d c%d h%d w%d k%d r%d s%d st%dx%d p%d,%d,%d,%d d%dx%d xz%d", s.n, s.c, s.h,
+                  s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_t, s.pad_l, s.pad_b, s.pad_r, s.dil_h, s.dil_w,
+                  s.x_zero_point);
+    PerfKey key =
+        gpu_key(cfg_, "qconv", shape, s.act, std::string(p_.bias ? "bias" : "") + (s.has_residual ? "+residual" : ""));
+    key.dtype = "s8";
+    key.formats = std::string("nhwc_s8>nhwc_") + (s.y_uint8 ? "u8" : "s8");
+    Status st = choice_.choose(
+        req, key, cands, sc, [](const std::string&) { return std::vector<gpu::VendorCandidate>{}; },
+        [&](const gpu::Candidate& cd, gpuStream_t stream) { return gpu::qconv_forward(s, cd, t, stream); },
+        [](const gpu::VendorCandidate&, void*, size_t, gpuStream_t) { return gpu::Status{"no vendor int8 conv"}; });
+    if (!st.is_ok()) return st.prefixed("qconv: ");
+    impl_ = choice_.name() + (pad_bytes_ ? " [C " + std::to_string(p_.c_real) + " padded]" : "");
+    return Status::ok();
+  }
+
+  QConvPlan p_;
+  DeviceBuffer w_, bias_, scale_, wsum_;
+  size_t pad_bytes_ = 0;  // scratch for the channel-padded input (odd C)
+  Choice choice_;
+};
+
+Result<std::unique_ptr<StepKernel>> qconv_create(const GpuConfig& c, const StepRequest& req) {
+  QConvPlan p;
+  if (!plan_qconv(req, p)) return std::unique_ptr<StepKernel>();
+  auto k = std::make_unique<QConvKernel>(c, p);
+  Status s = k->init(req);
+  if (!s.is_ok()) return s;
+  return std::unique_ptr<StepKernel>(std::move(k));
+}
+
 // ---------------------------------------------------------------- Gemm / FusedGemm / MatMul
 struct GemmPlan {
   gpu::GemmShape shape;
@@ -540,8 +738,10 @@ Result<std::unique_ptr<StepKernel>> gemm_create(const GpuConfig& c, const StepRe
 }  // namespace
 
 const Family* conv_family(const StepRequest& req) {
-  static const Family conv{conv_query, conv_create}, gemm{gemm_query, gemm_create};
+  static const Family conv{conv_query, conv_create}, gemm{gemm_query, gemm_create},
+      qconv{qconv_query, qconv_create, true};
   if (dynamic_cast<const ConvOp*>(req.op)) return &conv;
+  if (dynamic_cast<const QConvOp*>(req.op)) return &qconv;
   if (dynamic_cast<const GemmOp*>(req.op) || req.node->op_type == "MatMul") return &gemm;
   return nullptr;
 }

@@ -102,9 +102,10 @@ using Create = Result<std::unique_ptr<StepKernel>> (*)(const GpuConfig&, const S
 struct Family {
   Query query;
   Create create;
+  bool int8 = false;  // takes int8 / uint8 values (QConv, QuantizeLinear, DequantizeLinear): checks dtypes itself
 };
-const Family* conv_family(const StepRequest& req);    // gpu_conv.cpp: Conv, FusedConv, Gemm, MatMul
-const Family* ops_family(const StepRequest& req);     // gpu_ops.cpp: pooling, norms, pointwise, ...
+const Family* conv_family(const StepRequest& req);    // gpu_conv.cpp: Conv, FusedConv, QConv, Gemm, MatMul
+const Family* ops_family(const StepRequest& req);     // gpu_ops.cpp: pooling, norms, pointwise, Q/DQ, ...
 const Family* memops_family(const StepRequest& req);  // gpu_memops.cpp: copies, LayerNorm, reductions
 
 // Support with every present slot in `fmt` (constants: plain, the host format they stay in).

@@ -1,7 +1,7 @@
 // The GPU's other ops: pooling, BatchNormalization, activations and binary ops (one fused
 // pointwise kernel each, broadcasts as strides), Concat along channels, Softmax, and the ops that
-// only reinterpret bytes (Reshape, Flatten, Squeeze, Unsqueeze). Copies, LayerNorm and
-// reductions: gpu_memops.cpp.
+// only reinterpret bytes (Reshape, Flatten, Squeeze, Unsqueeze), and per-tensor QuantizeLinear /
+// DequantizeLinear (int8 models). Copies, LayerNorm and reductions: gpu_memops.cpp.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -10,6 +10,7 @@
 #include "ops/elementwise.h"
 #include "ops/norm.h"
 #include "ops/pool.h"
+#include "ops/quant.h"
 #include "ops/softmax.h"
 #include "ops/tensor_ops.h"
 
@@ -489,6 +490,87 @@ Result<std::unique_ptr<StepKernel>> softmax_create(const GpuConfig& c, const Ste
   return std::unique_ptr<StepKernel>(std::make_unique<SoftmaxKernel>(c, rows, cols, log));
 }
 
+// ---------------------------------------------------------------- QuantizeLinear / DequantizeLinear
+// Per tensor (constant scale and zero point), float32 <-> int8 / uint8, elementwise in any layout:
+// NHWC for 4-D values (the int8 conv's layout), plain otherwise. The float side is the device's
+// float storage (fp16 under fp16 precision). Per-axis and blocked ones run elsewhere.
+struct QdqPlan {
+  bool quantize = true;
+  bool uint8 = false;
+  float scale = 1.f;
+  int zero_point = 0;
+  int64_t n = 0;
+  int rank = 0;
+};
+
+bool plan_qdq(const StepRequest& req, QdqPlan& p) {
+  p.quantize = req.node->is_onnx("QuantizeLinear");
+  if ((!p.quantize && !req.node->is_onnx("DequantizeLinear")) || !req.has_in(0) || !req.has_in(1) || !req.has_out(0) ||
+      req.inputs[0]->value || !req.inputs[1]->value)
+    return false;
+  const DataType xt = req.inputs[0]->dtype, yt = req.outputs[0]->dtype;
+  const DataType q = p.quantize ? yt : xt, f = p.quantize ? xt : yt;
+  if ((q != DataType::kInt8 && q != DataType::kUInt8) || f != DataType::kFloat32) return false;
+  p.uint8 = q == DataType::kUInt8;
+  std::vector<float> sv;
+  if (req.inputs[1]->value->numel() != 1 || !read_float_values(*req.inputs[1]->value, sv) || !(sv[0] > 0.f) ||
+      !std::isfinite(sv[0]))
+    return false;
+  p.scale = sv[0];
+  if (req.has_in(2)) {
+    const ValueInfo* z = req.inputs[2];
+    std::vector<int64_t> zv;
+    if (!z->value || z->dtype != q || z->value->numel() != 1 || !read_int_values(TensorRef::of(*z->value), zv))
+      return false;
+    p.zero_point = static_cast<int>(zv[0]);
+  }
+  if (p.zero_point < (p.uint8 ? 0 : -128) || p.zero_point > (p.uint8 ? 255 : 127)) return false;
+  if (p.quantize && req.node->attr_int("saturate", 1) != 1) return false;  // float8 only: never ours
+  const Dims x = req.in_dims(0);
+  p.n = numel(x);
+  p.rank = static_cast<int>(x.size());
+  return req.out_dims(0) == x;
+}
+
+Support qdq_query(const GpuConfig& c, const StepRequest& req) {
+  QdqPlan p;
+  if (!plan_qdq(req, p))
+    return Support::no("a Quantize/DequantizeLinear the GPU does not take (per axis, non-constant scale, dtype)");
+  const FormatSet fl = format_bit(c.act_format(p.rank));
+  const FormatSet i8 = format_bit(p.rank == 4 ? Format::kNhwc : Format::kPlain);
+  return support_all(req, {p.quantize ? fl : i8}, {p.quantize ? i8 : fl});
+}
+
+class QdqKernel : public GpuKernel {
+ public:
+  QdqKernel(const GpuConfig& c, QdqPlan p)
+      : GpuKernel(
+            c, std::string(p.quantize ? "s8_quantize_linear" : "s8_dequantize_linear") + (p.uint8 ? " (uint8)" : "")),
+        p_(p) {}
+  Status run(ComputeContext& ctx) const override {
+    gpu::QuantDesc d;
+    d.quantize = p_.quantize;
+    d.float_dtype = cfg_.dtype();
+    d.uint8 = p_.uint8;
+    d.n = p_.n;
+    d.x = ctx.in(0).data;
+    d.y = ctx.out(0).data;
+    d.scale = p_.scale;
+    d.zero_point = p_.zero_point;
+    INFERA_GPU_OK(ctx.node.label(), gpu::quant_linear(d, stream(ctx)));
+    return Status::ok();
+  }
+
+ private:
+  QdqPlan p_;
+};
+
+Result<std::unique_ptr<StepKernel>> qdq_create(const GpuConfig& c, const StepRequest& req) {
+  QdqPlan p;
+  if (!plan_qdq(req, p)) return std::unique_ptr<StepKernel>();
+  return std::unique_ptr<StepKernel>(std::make_unique<QdqKernel>(c, p));
+}
+
 // ---------------------------------------------------------------- same bytes, new shape
 // Reshape / Flatten / Squeeze / Unsqueeze: the plain bytes do not change; in place when the
 // planner lets the output share the input's buffer, else one device copy.
@@ -535,7 +617,8 @@ Result<std::unique_ptr<StepKernel>> reshape_create(const GpuConfig& c, const Ste
 
 const Family* ops_family(const StepRequest& req) {
   static const Family pool{pool_query, pool_create}, bn{bn_query, bn_create}, pw{pointwise_query, pointwise_create},
-      cat{concat_query, concat_create}, sm{softmax_query, softmax_create}, rs{reshape_query, reshape_create};
+      cat{concat_query, concat_create}, sm{softmax_query, softmax_create}, rs{reshape_query, reshape_create},
+      qdq{qdq_query, qdq_create, true};
   const OpKernel* op = req.op;
   if (dynamic_cast<const PoolOp*>(op) || dynamic_cast<const GlobalPoolOp*>(op)) return &pool;
   if (dynamic_cast<const BatchNormOp*>(op)) return &bn;
@@ -546,6 +629,7 @@ const Family* ops_family(const StepRequest& req) {
     return plan_concat(req, chans) ? &cat : nullptr;
   }
   if (dynamic_cast<const SoftmaxOp*>(op)) return &sm;
+  if (req.node->is_onnx("QuantizeLinear") || req.node->is_onnx("DequantizeLinear")) return &qdq;
   if (req.node->is_onnx("Reshape") || req.node->is_onnx("Flatten") || req.node->is_onnx("Squeeze") ||
       req.node->is_onnx("Unsqueeze"))
     return &rs;

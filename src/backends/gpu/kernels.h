@@ -288,6 +288,10 @@ Status resize(const ResizeShape& s, InNhwc x, OutNhwc y, gpuStream_t stream);
 Status nchw_to_nhwc(DType from, DType to, int n, int c, int h, int w, const void* x, OutNhwc y, int c_padded,
                     gpuStream_t stream);
 Status nhwc_to_nchw(DType from, DType to, int n, int c, int h, int w, InNhwc x, void* y, gpuStream_t stream);
+// (kS8 -> kS8 is a byte copy of int8 or uint8 values.)
+// Copies the c channels of each of `pixels` NHWC int8 pixels into a dense buffer of cp >= c
+// channels per pixel, zeroing channels [c, cp) (an odd-C input of the int8 conv).
+Status nhwc_pad_channels_s8(int64_t pixels, int c, InNhwc x, int cp, void* y, gpuStream_t stream);
 
 // ---- strided copy of plain (row-major) tensors: every index (i_0, ..., i_{rank-1}) < dims copies
 // x[x_offset + sum_k i_k * x_strides[k]] to y[y_offset + sum_k i_k * y_strides[k]] (offsets and

@@ -22,6 +22,12 @@ template <>
 __device__ inline uint16_t from_f<uint16_t>(float v) {
   return arch::f2h(v);
 }
+// Bytes (int8 / uint8 storage) move through float exactly: the layout transforms copy their bits.
+__device__ inline float to_f(uint8_t v) { return static_cast<float>(v); }
+template <>
+__device__ inline uint8_t from_f<uint8_t>(float v) {
+  return static_cast<uint8_t>(v);
+}
 
 // Loads VEC (1, 2, 4 or 8) consecutive elements; VEC * sizeof(T) must be a multiple of 4 bytes
 // or VEC == 1. Wider than 16 bytes goes as several 16-byte loads.

@@ -75,7 +75,29 @@ void launch_to_nchw(const void* x, void* y, int n, int c, int hw, int64_t x_ps, 
       <<<grid, dim3(32, 8), 0, stream>>>(static_cast<const Ti*>(x), static_cast<To*>(y), c, hw, x_ps);
 }
 
+// One thread per output byte: y[p][ch] = ch < c ? x[p * x_ps + x_off + ch] : 0.
+__global__ void pad_channels_s8_kernel(const uint8_t* x, int64_t x_ps, uint8_t* y, int c, int cp, int64_t total) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const int64_t p = i / cp;
+  const int ch = static_cast<int>(i - p * cp);
+  y[i] = ch < c ? x[p * x_ps + ch] : uint8_t{0};
+}
+
 }  // namespace
+
+Status nhwc_pad_channels_s8(int64_t pixels, int c, InNhwc x, int cp, void* y, gpuStream_t stream) {
+  if (pixels < 0 || c < 1 || cp < c) return {"nhwc_pad_channels_s8: bad sizes"};
+  if (!x.data || !y) return {"nhwc_pad_channels_s8: null input or output"};
+  const int64_t ps = x.pixel_stride ? x.pixel_stride : c;
+  if (ps < x.c_offset + c) return {"nhwc_pad_channels_s8: pixel stride smaller than offset + C"};
+  const int64_t total = pixels * cp;
+  if (total == 0) return {};
+  pad_channels_s8_kernel<<<static_cast<unsigned>(ceil_div(total, 256)), 256, 0, stream>>>(
+      static_cast<const uint8_t*>(x.data) + x.c_offset, ps, static_cast<uint8_t*>(y), c, cp, total);
+  GPU_LAUNCH_CHECK();
+  return {};
+}
 
 Status nchw_to_nhwc(DType from, DType to, int n, int c, int h, int w, const void* x, OutNhwc y, int c_padded,
                     gpuStream_t stream) {
@@ -89,7 +111,10 @@ Status nchw_to_nhwc(DType from, DType to, int n, int c, int h, int w, const void
   const size_t es = dtype_size(to);
   void* yo = static_cast<char*>(y.data) + y.c_offset * es;
   const int hw = h * w;
-  if (from == DType::kF32 && to == DType::kF16)
+  if ((from == DType::kS8) != (to == DType::kS8)) return {"nchw_to_nhwc: int8 values keep their type"};
+  if (from == DType::kS8)
+    launch_to_nhwc<uint8_t, uint8_t>(x, yo, n, c, cp, hw, ps, stream);
+  else if (from == DType::kF32 && to == DType::kF16)
     launch_to_nhwc<float, uint16_t>(x, yo, n, c, cp, hw, ps, stream);
   else if (from == DType::kF32)
     launch_to_nhwc<float, float>(x, yo, n, c, cp, hw, ps, stream);
@@ -110,7 +135,10 @@ Status nhwc_to_nchw(DType from, DType to, int n, int c, int h, int w, InNhwc x, 
   if (ps < x.c_offset + c) return {"nhwc_to_nchw: pixel stride smaller than offset + C"};
   const void* xo = static_cast<const char*>(x.data) + x.c_offset * dtype_size(from);
   const int hw = h * w;
-  if (from == DType::kF32 && to == DType::kF16)
+  if ((from == DType::kS8) != (to == DType::kS8)) return {"nhwc_to_nchw: int8 values keep their type"};
+  if (from == DType::kS8)
+    launch_to_nchw<uint8_t, uint8_t>(xo, y, n, c, hw, ps, stream);
+  else if (from == DType::kF32 && to == DType::kF16)
     launch_to_nchw<float, uint16_t>(xo, y, n, c, hw, ps, stream);
   else if (from == DType::kF32)
     launch_to_nchw<float, float>(xo, y, n, c, hw, ps, stream);

@@ -12,6 +12,7 @@
 #include "backends/gpu/kernels/igemm.h"
 #include "backends/gpu/kernels/igemm_tile.h"
 #include "backends/gpu/kernels/launch_util.h"
+#include "backends/gpu/kernels/s8_igemm.h"
 
 namespace infera::gpu {
 namespace {
@@ -22,59 +23,6 @@ using arch::swz;
 struct Swz32 {
   __device__ static int at(int row, int chunk) { return swz(row, chunk); }
 };
-
-struct QEpi {
-  int8_t* y = nullptr;
-  int64_t y_ps = 0;
-  const int8_t* z = nullptr;
-  int64_t z_ps = 0;
-  const int32_t* bias = nullptr;
-  const double* scale = nullptr;
-  const int32_t* wsum = nullptr;
-  int x_zp = 0, z_zp = 0, y_zp = 0;
-  double z_scale = 1.0, inv_y = 1.0;
-  int lo = -128, hi = 127;
-  int y_u8 = 0, z_u8 = 0, vec_out = 0;
-  int act = kActIdentity;
-  double alpha = 0, beta = 0;
-};
-
-// Products and sums rounded one at a time: no fused multiply-add, as on the host reference.
-#if defined(INFERA_GPU_CUDA)
-__device__ inline double dmul(double a, double b) { return __dmul_rn(a, b); }
-__device__ inline double dadd(double a, double b) { return __dadd_rn(a, b); }
-#else
-__device__ inline double dmul(double a, double b) {
-#pragma clang fp contract(off)
-  return a * b;
-}
-__device__ inline double dadd(double a, double b) {
-#pragma clang fp contract(off)
-  return a + b;
-}
-#endif
-
-__device__ inline int requant(const QEpi& q, int acc, int n, int m) {
-  if (q.wsum) acc -= q.x_zp * q.wsum[n];  // int32 wrap-around, as the reference's int32 sums
-  double v = dmul(dadd(static_cast<double>(acc), q.bias ? static_cast<double>(q.bias[n]) : 0.0), q.scale[n]);
-  if (q.z) {
-    const int64_t zi = m * q.z_ps + n;
-    const int zv = q.z_u8 ? int(reinterpret_cast<const uint8_t*>(q.z)[zi]) : int(q.z[zi]);
-    v = dadd(v, dmul(static_cast<double>(zv - q.z_zp), q.z_scale));
-  }
-  switch (q.act) {
-    case kActRelu: v = v < 0.0 ? 0.0 : v; break;
-    case kActLeakyRelu: v = v < 0.0 ? dmul(q.alpha, v) : v; break;
-    case kActClip:
-      v = v < q.alpha ? q.alpha : v;
-      v = v > q.beta ? q.beta : v;
-      break;
-    default: break;
-  }
-  const double r = rint(dadd(dmul(v, q.inv_y), static_cast<double>(q.y_zp)));
-  if (!(r == r)) return 0;
-  return r < q.lo ? q.lo : r > q.hi ? q.hi : static_cast<int>(r);
-}
 
 template <int BM, int BN, int NT, int STAGES, int MODE>
 __global__ void __launch_bounds__(NT) igemm_s8_kernel(const IgemmParams p, const QEpi q) {
@@ -136,18 +84,7 @@ __global__ void __launch_bounds__(NT) igemm_s8_kernel(const IgemmParams p, const
       const int4* src = reinterpret_cast<const int4*>(ctile + row * kPitch + c8 * 8);
       const int4 a = src[0], b = src[1];
       const int acc[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-      const int nvalid = p.kn - nn < 8 ? p.kn - nn : 8;
-      int8_t* y = q.y + m * q.y_ps + nn;
-      if (q.vec_out && nvalid == 8) {
-        unsigned w[2] = {0, 0};
-#pragma unroll
-        for (int j = 0; j < 8; ++j) w[j / 4] |= (unsigned(requant(q, acc[j], nn + j, m)) & 0xffu) << (8 * (j % 4));
-        *reinterpret_cast<uint2*>(y) = make_uint2(w[0], w[1]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-          if (j < nvalid) y[j] = static_cast<int8_t>(requant(q, acc[j], nn + j, m));
-      }
+      requant_store8(q, p.kn, m, nn, acc);
     }
   }
 }
@@ -192,30 +129,6 @@ constexpr S8Config kConfigs[] = {
     {KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64, 64, 64, true},
 };
 
-// The loaders' view of the int8 tensors: pairs of int8 as one 16-bit element.
-IgemmParams half_view(const QConvShape& s, const QConvTensors& t) {
-  IgemmParams p;
-  const int64_t xps = s.x_pixel_stride ? s.x_pixel_stride : s.c;
-  p.x = reinterpret_cast<const uint16_t*>(static_cast<const int8_t*>(t.x.data) + s.x_c_offset);
-  p.wt = reinterpret_cast<const uint16_t*>(t.w);
-  p.n = s.n, p.h = s.h, p.w = s.w, p.c = s.c / 2;
-  p.p = s.p(), p.q = s.q(), p.r = s.r, p.s = s.s;
-  p.sh = s.stride_h, p.sw = s.stride_w, p.ph = s.pad_t, p.pw = s.pad_l, p.dh = s.dil_h, p.dw = s.dil_w;
-  p.m = s.n * p.p * p.q;
-  p.kn = s.k;
-  p.kgemm = s.r * s.s * s.c / 2;
-  p.x_ps = xps / 2;
-  p.w_rs = p.kgemm;
-  p.z = 1;
-  p.kt = static_cast<int>(ceil_div(p.kgemm, kTileK));
-  return p;
-}
-
-bool act_supported(const Activation& a) {
-  return a.kind == ActKind::kIdentity || a.kind == ActKind::kRelu || a.kind == ActKind::kLeakyRelu ||
-         a.kind == ActKind::kClip;
-}
-
 }  // namespace
 
 Status qconv_check(const QConvShape& s) {
@@ -250,6 +163,21 @@ std::vector<Candidate> qconv_candidates(const QConvShape& s, const DeviceInfo& d
   const KernelId order_small[] = {
       KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64, KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64,
       KernelId::s8_conv_nhwc_implicit_gemm_mma_128x128, KernelId::s8_conv_nhwc_implicit_gemm_mma_256x128};
+  // Hopper: the warpgroup variants first (vector gathers only), the big tiles when they fill the device.
+  if (dev.wgmma && vec) {
+    const bool huge = ceil_div(m, 128) * ceil_div(s.k, 256) >= dev.sm_count;
+    const KernelId wg_big[] = {
+        KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x256, KernelId::s8_conv_nhwc_implicit_gemm_wgmma_256x128,
+        KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x128, KernelId::s8_conv_nhwc_implicit_gemm_wgmma_64x128};
+    const KernelId wg_small[] = {
+        KernelId::s8_conv_nhwc_implicit_gemm_wgmma_64x128, KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x128,
+        KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x256, KernelId::s8_conv_nhwc_implicit_gemm_wgmma_256x128};
+    for (const KernelId id : huge ? wg_big : wg_small) {
+      const size_t smem = s8_wgmma_smem_bytes(id);
+      if (dev.smem_optin > 0 && smem > static_cast<size_t>(dev.smem_optin)) continue;
+      out.push_back({id, kernel_info(id).name, 0, 1});
+    }
+  }
   for (const KernelId id : big ? order_big : order_small)
     for (const S8Config& c : kConfigs) {
       if (c.id != id) continue;
@@ -271,29 +199,8 @@ Status qconv_forward(const QConvShape& s, const Candidate& c, const QConvTensors
     return {"qconv: x and w must be 2-byte aligned"};
   IgemmParams p = half_view(s, t);
   p.n_tiles = 0;
-  QEpi q;
-  q.y_ps = t.y.pixel_stride ? t.y.pixel_stride : s.k;
-  q.y = static_cast<int8_t*>(t.y.data) + t.y.c_offset;
-  q.vec_out = q.y_ps % 8 == 0 && reinterpret_cast<uintptr_t>(q.y) % 8 == 0;
-  if (t.z.data) {
-    q.z = static_cast<const int8_t*>(t.z.data) + t.z.c_offset;
-    q.z_ps = t.z.pixel_stride ? t.z.pixel_stride : s.k;
-  }
-  q.bias = t.bias;
-  q.scale = t.scale;
-  q.wsum = s.x_zero_point ? t.wsum : nullptr;
-  q.x_zp = s.x_zero_point;
-  q.z_zp = t.z_zero_point;
-  q.y_zp = t.y_zero_point;
-  q.z_scale = t.z_scale;
-  q.inv_y = t.inv_y;
-  q.lo = s.y_uint8 ? 0 : -128;
-  q.hi = s.y_uint8 ? 255 : 127;
-  q.y_u8 = s.y_uint8;
-  q.z_u8 = s.z_uint8;
-  q.act = static_cast<int>(s.act.kind);
-  q.alpha = static_cast<double>(s.act.alpha);
-  q.beta = static_cast<double>(s.act.beta);
+  const QEpi q = make_qepi(s, t);
+  if (s8_wgmma_is_variant(c.id)) return s8_wgmma_run(c.id, p, q, stream);
   const IgemmMode mode = igemm_pick_mode(p);
   for (const S8Config& cfg : kConfigs) {
     if (cfg.id != c.id) continue;

@@ -1,0 +1,145 @@
+// Internal: what the int8 implicit-GEMM kernels share (s8_conv_nhwc_implicit_gemm_mma.cu, the
+// mma.sync / MFMA / sdot4 one, and s8_conv_nhwc_implicit_gemm_wgmma_sm90.cu): the requantizing
+// epilogue, bit-exact with the reference (kernels.h), the loaders' "halves" view of the int8
+// tensors, and the fill of the epilogue's parameters.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "backends/gpu/arch.h"
+#include "backends/gpu/kernels.h"
+#include "backends/gpu/kernels/igemm.h"
+#include "backends/gpu/kernels/launch_util.h"
+
+namespace infera::gpu {
+
+struct QEpi {
+  int8_t* y = nullptr;
+  int64_t y_ps = 0;
+  const int8_t* z = nullptr;
+  int64_t z_ps = 0;
+  const int32_t* bias = nullptr;
+  const double* scale = nullptr;
+  const int32_t* wsum = nullptr;
+  int x_zp = 0, z_zp = 0, y_zp = 0;
+  double z_scale = 1.0, inv_y = 1.0;
+  int lo = -128, hi = 127;
+  int y_u8 = 0, z_u8 = 0, vec_out = 0;
+  int act = kActIdentity;
+  double alpha = 0, beta = 0;
+};
+
+// Products and sums rounded one at a time: no fused multiply-add, as on the host reference.
+#if defined(INFERA_GPU_CUDA)
+__device__ inline double dmul(double a, double b) { return __dmul_rn(a, b); }
+__device__ inline double dadd(double a, double b) { return __dadd_rn(a, b); }
+#else
+__device__ inline double dmul(double a, double b) {
+#pragma clang fp contract(off)
+  return a * b;
+}
+__device__ inline double dadd(double a, double b) {
+#pragma clang fp contract(off)
+  return a + b;
+}
+#endif
+
+__device__ inline int requant(const QEpi& q, int acc, int n, int m) {
+  if (q.wsum) acc -= q.x_zp * q.wsum[n];  // int32 wrap-around, as the reference's int32 sums
+  double v = dmul(dadd(static_cast<double>(acc), q.bias ? static_cast<double>(q.bias[n]) : 0.0), q.scale[n]);
+  if (q.z) {
+    const int64_t zi = m * q.z_ps + n;
+    const int zv = q.z_u8 ? int(reinterpret_cast<const uint8_t*>(q.z)[zi]) : int(q.z[zi]);
+    v = dadd(v, dmul(static_cast<double>(zv - q.z_zp), q.z_scale));
+  }
+  switch (q.act) {
+    case kActRelu: v = v < 0.0 ? 0.0 : v; break;
+    case kActLeakyRelu: v = v < 0.0 ? dmul(q.alpha, v) : v; break;
+    case kActClip:
+      v = v < q.alpha ? q.alpha : v;
+      v = v > q.beta ? q.beta : v;
+      break;
+    default: break;
+  }
+  const double r = rint(dadd(dmul(v, q.inv_y), static_cast<double>(q.y_zp)));
+  if (!(r == r)) return 0;
+  return r < q.lo ? q.lo : r > q.hi ? q.hi : static_cast<int>(r);
+}
+
+// The loaders' view of the int8 tensors: pairs of int8 as one 16-bit element.
+inline IgemmParams half_view(const QConvShape& s, const QConvTensors& t) {
+  IgemmParams p;
+  const int64_t xps = s.x_pixel_stride ? s.x_pixel_stride : s.c;
+  p.x = reinterpret_cast<const uint16_t*>(static_cast<const int8_t*>(t.x.data) + s.x_c_offset);
+  p.wt = reinterpret_cast<const uint16_t*>(t.w);
+  p.n = s.n, p.h = s.h, p.w = s.w, p.c = s.c / 2;
+  p.p = s.p(), p.q = s.q(), p.r = s.r, p.s = s.s;
+  p.sh = s.stride_h, p.sw = s.stride_w, p.ph = s.pad_t, p.pw = s.pad_l, p.dh = s.dil_h, p.dw = s.dil_w;
+  p.m = s.n * p.p * p.q;
+  p.kn = s.k;
+  p.kgemm = s.r * s.s * s.c / 2;
+  p.x_ps = xps / 2;
+  p.w_rs = p.kgemm;
+  p.z = 1;
+  p.kt = static_cast<int>(ceil_div(p.kgemm, arch::kTileK));
+  return p;
+}
+
+inline bool act_supported(const Activation& a) {
+  return a.kind == ActKind::kIdentity || a.kind == ActKind::kRelu || a.kind == ActKind::kLeakyRelu ||
+         a.kind == ActKind::kClip;
+}
+
+// The epilogue's parameters of one launch (the int32 accumulators -> int8 / uint8 y).
+inline QEpi make_qepi(const QConvShape& s, const QConvTensors& t) {
+  QEpi q;
+  q.y_ps = t.y.pixel_stride ? t.y.pixel_stride : s.k;
+  q.y = static_cast<int8_t*>(t.y.data) + t.y.c_offset;
+  q.vec_out = q.y_ps % 8 == 0 && reinterpret_cast<uintptr_t>(q.y) % 8 == 0;
+  if (t.z.data) {
+    q.z = static_cast<const int8_t*>(t.z.data) + t.z.c_offset;
+    q.z_ps = t.z.pixel_stride ? t.z.pixel_stride : s.k;
+  }
+  q.bias = t.bias;
+  q.scale = t.scale;
+  q.wsum = s.x_zero_point ? t.wsum : nullptr;
+  q.x_zp = s.x_zero_point;
+  q.z_zp = t.z_zero_point;
+  q.y_zp = t.y_zero_point;
+  q.z_scale = t.z_scale;
+  q.inv_y = t.inv_y;
+  q.lo = s.y_uint8 ? 0 : -128;
+  q.hi = s.y_uint8 ? 255 : 127;
+  q.y_u8 = s.y_uint8;
+  q.z_u8 = s.z_uint8;
+  q.act = static_cast<int>(s.act.kind);
+  q.alpha = static_cast<double>(s.act.alpha);
+  q.beta = static_cast<double>(s.act.beta);
+  return q;
+}
+
+// Requantizes 8 consecutive channels nn.. of output pixel m and stores them (one 8-byte store
+// when aligned and whole).
+__device__ inline void requant_store8(const QEpi& q, int kn, int m, int nn, const int* acc) {
+  const int nvalid = kn - nn < 8 ? kn - nn : 8;
+  int8_t* y = q.y + m * q.y_ps + nn;
+  if (q.vec_out && nvalid == 8) {
+    unsigned w[2] = {0, 0};
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[j / 4] |= (unsigned(requant(q, acc[j], nn + j, m)) & 0xffu) << (8 * (j % 4));
+    *reinterpret_cast<uint2*>(y) = make_uint2(w[0], w[1]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      if (j < nvalid) y[j] = static_cast<int8_t>(requant(q, acc[j], nn + j, m));
+  }
+}
+
+// The Hopper wgmma variants (s8_conv_nhwc_implicit_gemm_wgmma_sm90.cu): whether id is one, the
+// shared memory it needs, and its launch (vector gathers only: C % 16 == 0).
+bool s8_wgmma_is_variant(KernelId id);
+size_t s8_wgmma_smem_bytes(KernelId id);
+Status s8_wgmma_run(KernelId id, IgemmParams p, const QEpi& q, gpuStream_t stream);
+
+}  // namespace infera::gpu
