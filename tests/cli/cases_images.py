@@ -147,6 +147,8 @@ def add(c, ort):
                              SPEC, "-o", x), 1, "not a folder")
         one_line_error(*c.sh("quantize", m_free, "--calibration", rgb, "--calib-preprocess", "crop=30", "-o", x), 1,
                        "a_rgb.png", "smaller than crop=30x30")
+        one_line_error(*c.sh("quantize", m_free, "--calibration", rgb, "--calib-preprocess", "resize=2000x2000",
+                             "--max-image-pixels", "1M", "-o", x), 1, "a_rgb.png", "resize=2000x2000", "pixel limit")
         for spec, word in (("resize=0", "resize='0'"), ("crop=2x", "crop='2x'"), ("mean=1:2", "mean has 2 values"),
                            ("std=0", "std='0'"), ("layout=chw", "nchw or nhwc"), ("colour=rgb", "unknown key 'colour'"),
                            ("resize=5,resize=6", "twice"), ("", "empty"), ("scale=-1", "scale='-1'")):

@@ -275,6 +275,10 @@ Result<std::vector<CalibrationSample>> load_calibration_images(const std::string
                                  std::to_string(p.resize_short) + " is past the pixel limit (--max-image-pixels)");
       im = resize_bilinear_pil(im, wide ? nl : p.resize_short, wide ? p.resize_short : nl);
     } else if (p.resize_h) {
+      if (p.resize_h * p.resize_w > max_pixels)
+        return Status::error(StatusCode::kInvalidInput,
+                             "calibration image " + path + ": resize=" + std::to_string(p.resize_h) + "x" +
+                                 std::to_string(p.resize_w) + " is past the pixel limit (--max-image-pixels)");
       im = resize_bilinear_pil(im, p.resize_w, p.resize_h);
     }
     int64_t top = 0, left = 0, h = im.height, w = im.width;
