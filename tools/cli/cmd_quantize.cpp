@@ -47,7 +47,8 @@ const CommandSpec& quantize_spec() {
                          "read the ranges from FILE if it exists, else write them there\n"
                          "(default: OUT.calib.json, written); --precision mixed stores its choice\n"
                          "there too and reuses it for the same budget and --layer-precision"});
-    c.options.push_back({"--batch", "N", "samples per calibration run from one .npy array, 1..65536 (default 32)"});
+    c.options.push_back(
+        {"--batch", "N", "samples per calibration run from one .npy array or an image folder, 1..65536\n(default 32)"});
     c.options.push_back({"--precision", "P",
                          "int8 (every quantizable layer) | mixed: the layers most sensitive to int8\n"
                          "stay float until the measured error fits --accuracy-budget (default int8)"});
@@ -55,7 +56,7 @@ const CommandSpec& quantize_spec() {
                          "mixed: the largest relative output error ||y - y_fp32|| / ||y_fp32||,\nmean over "
                          "the first 4 calibration batches, 0..1 (default 0.01); with --calib-labels\n"
                          "the most top-1 points lost over all calibration samples, 0..100 (default\n"
-                         "0.2; 0 keeps every layer float)"});
+                         "0.2; 0 keeps every free layer float)"});
     c.options.push_back({"--layer-precision", "LIST",
                          "mixed: overrides, NAME:int8|fp32 joined by commas; '*' is every other\nlayer "
                          "(trtexec's --layerPrecisions): 'conv1:fp32,*:int8'"});
