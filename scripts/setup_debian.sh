@@ -31,6 +31,7 @@ APT_PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler libdnnl-dev libgtest-dev libbenchmark-dev
   ocl-icd-opencl-dev opencl-headers
   libonnx-testdata
+  libjpeg62-turbo-dev libpng-dev python3-pil  # calibration images (issue 11): decoding; PIL for the tests
   dataset-fashion-mnist  # tools/train_fashion_resnet.py (issue 11: the int8 accuracy table)
   python3 python3-numpy python3-torch python3-torchvision python3-onnx python3-matplotlib python3-venv
   hipcc libamdhip64-dev rocm-device-libs

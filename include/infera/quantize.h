@@ -62,6 +62,12 @@ Result<std::vector<std::string>> qdq_layers(const std::string& model_path);
 // sensitivity is that error with the layer quantized alone. With every layer int8 within the
 // budget, that is the choice; else the k most sensitive layers stay float, the smallest k whose
 // measured mix fits (found by bisection: one measured model per step).
+// With labels (one per sample row, over every sample batch in order), the error is instead the top-1
+// loss in points, 100 * (correct_float - correct_model) / rows, over every sample (max_samples is
+// not used: a few batches are too coarse for tenths of a point); a sample is correct when no class
+// scores above its label's (infera eval's rule). Layers are ranked by that loss, ties by their
+// relative output error; a budget of 0 keeps every free layer float (no mix is measured: a mix that
+// loses no point on these samples still changes outputs).
 struct MixedOptions {
   double budget = 0.01;                  // the largest relative output error accepted
   std::vector<std::string> force_float;  // layers kept float whatever their sensitivity
@@ -70,18 +76,23 @@ struct MixedOptions {
   size_t max_samples = 4;                // sample batches used for the measurements (the first ones)
   int num_threads = 0;
   std::function<void(size_t done, size_t total)> progress;  // per layer measured
+  std::vector<int64_t> labels;  // top-1 labels: the budget is then in points of top-1 (see above)
 };
 struct LayerChoice {
   std::string layer;
   double sensitivity = 0;  // relative output error with this layer alone in int8 (-1: not measured)
   bool int8 = true;
-  std::string why;  // "forced ...", "among the most sensitive: ...", "within the budget"
+  std::string why;        // "forced ...", "among the most sensitive: ...", "within the budget"
+  double rel_error = -1;  // with labels: the relative output error of that model (the tie-break)
 };
 struct MixedPlan {
   std::vector<LayerChoice> layers;  // in graph order
   double all_int8 = 0;              // measured error with every layer int8
   double estimated = 0;             // the int8 layers' sensitivities added in quadrature
   double measured = 0;              // measured error of the chosen mix
+  bool top1 = false;                // errors are top-1 points lost (MixedOptions::labels)
+  double float_top1 = 0;            // top1: the float model's top-1 on the samples, 0..1
+  int64_t rows = 0;                 // top1: the samples (rows) it was measured on
   std::vector<std::string> float_layers() const;
 };
 Result<MixedPlan> choose_mixed(const std::string& model_path, const CalibrationTable& table,

@@ -1,5 +1,6 @@
 // Mixed int8 / float precision under an accuracy budget (include/infera/quantize.h: choose_mixed):
-// per-layer sensitivity from QDQ models with one layer quantized, a greedy choice, a measurement.
+// per-layer sensitivity from QDQ models with one layer quantized, a greedy choice, a measurement; the
+// error is the relative output error, or with labels the top-1 points lost.
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,6 +61,33 @@ double rel_error(const Outputs& y, const Outputs& ref) {
   return ref.empty() ? 0 : sum / static_cast<double>(ref.size());
 }
 
+// Rows of the samples whose top-1 matches the label (no class scores above the label's; ties count
+// for the label, as infera eval counts). The first output must be float [rows, classes].
+Result<int64_t> top1_correct(const Outputs& y, const std::vector<int64_t>& labels) {
+  int64_t row = 0, correct = 0;
+  for (size_t s = 0; s < y.size(); ++s) {
+    const Tensor& t = y[s][0];
+    if (t.dtype() != DataType::kFloat32 || t.dims().size() != 2)
+      return Status::error(StatusCode::kInvalidInput,
+                           "top-1 against labels needs a first output float32 [batch, classes]; it is " +
+                               std::string(dtype_name(t.dtype())) + " of rank " + std::to_string(t.dims().size()));
+    const int64_t n = t.dims()[0], C = t.dims()[1];
+    for (int64_t i = 0; i < n; ++i, ++row) {
+      if (row >= static_cast<int64_t>(labels.size())) break;
+      const int64_t lab = labels[row];
+      if (lab < 0 || lab >= C)
+        return Status::error(StatusCode::kInvalidInput, "label " + std::to_string(lab) + " of calibration sample " +
+                                                            std::to_string(row) + " is outside [0, " +
+                                                            std::to_string(C) + ")");
+      const float* r = t.data_as<float>() + i * C;
+      int64_t above = 0;
+      for (int64_t c = 0; c < C; ++c) above += r[c] > r[lab];
+      correct += above == 0;
+    }
+  }
+  return correct;
+}
+
 // A scratch file for the candidate QDQ models, removed when done.
 struct TempModel {
   std::string path;
@@ -83,9 +111,18 @@ Result<MixedPlan> choose_mixed(const std::string& model_path, const CalibrationT
   if (!(o.budget >= 0) || !std::isfinite(o.budget))
     return Status::error(StatusCode::kInvalidInput, "accuracy budget must be a number >= 0");
   if (all_samples.empty()) return Status::error(StatusCode::kInvalidInput, "mixed precision: no samples");
+  const bool top1 = !o.labels.empty();
   const std::vector<CalibrationSample> samples(
-      all_samples.begin(), all_samples.begin() + static_cast<std::ptrdiff_t>(std::min(
-                                                     o.max_samples ? o.max_samples : size_t(1), all_samples.size())));
+      all_samples.begin(),
+      all_samples.begin() +
+          static_cast<std::ptrdiff_t>(top1 ? all_samples.size()
+                                           : std::min(o.max_samples ? o.max_samples : size_t(1), all_samples.size())));
+  int64_t rows = 0;
+  for (const CalibrationSample& c : samples) rows += c.tensor.dims().empty() ? 1 : c.tensor.dims()[0];
+  if (top1 && static_cast<int64_t>(o.labels.size()) != rows)
+    return Status::error(StatusCode::kInvalidInput, "mixed precision: " + std::to_string(o.labels.size()) +
+                                                        " labels for " + std::to_string(rows) +
+                                                        " calibration samples (one label per sample)");
   auto layers = qdq_layers(model_path);
   if (!layers.is_ok()) return layers.status();
   const std::vector<std::string>& names = layers.value();
@@ -99,6 +136,13 @@ Result<MixedPlan> choose_mixed(const std::string& model_path, const CalibrationT
       fi(o.force_int8.begin(), o.force_int8.end());
   auto ref = run_all(model_path, samples, o.num_threads);
   if (!ref.is_ok()) return ref.status();
+  int64_t ref_correct = 0;
+  if (top1) {
+    auto c = top1_correct(ref.value(), o.labels);
+    if (!c.is_ok()) return c.status();
+    ref_correct = c.value();
+  }
+  double last_rel = 0;  // the relative output error of the last measured model (top1: the tie-break)
   TempModel tmp;
   if (tmp.path.empty()) return Status::error(StatusCode::kIo, "mixed precision: cannot create a temporary file");
   // The error of the model with exactly `int8` quantized.
@@ -110,10 +154,17 @@ Result<MixedPlan> choose_mixed(const std::string& model_path, const CalibrationT
     if (!w.is_ok()) return w;
     auto y = run_all(tmp.path, samples, o.num_threads);
     if (!y.is_ok()) return y.status();
-    return rel_error(y.value(), ref.value());
+    last_rel = rel_error(y.value(), ref.value());
+    if (!top1) return last_rel;
+    auto c = top1_correct(y.value(), o.labels);
+    if (!c.is_ok()) return c.status();
+    return 100.0 * static_cast<double>(ref_correct - c.value()) / static_cast<double>(rows);
   };
   MixedPlan plan;
-  for (const std::string& n : names) plan.layers.push_back({n, -1, true, ""});
+  plan.top1 = top1;
+  plan.rows = rows;
+  plan.float_top1 = top1 ? static_cast<double>(ref_correct) / static_cast<double>(rows) : 0;
+  for (const std::string& n : names) plan.layers.push_back({n, -1, true, "", -1});
   size_t done = 0;
   for (LayerChoice& l : plan.layers) {
     const bool forced = ff.count(l.layer) || fi.count(l.layer) || (o.float_by_default && !fi.count(l.layer));
@@ -121,6 +172,7 @@ Result<MixedPlan> choose_mixed(const std::string& model_path, const CalibrationT
       auto e = measure({l.layer});
       if (!e.is_ok()) return e.status().prefixed("layer '" + l.layer + "' alone: ");
       l.sensitivity = e.value();
+      l.rel_error = last_rel;
     }
     if (o.progress) o.progress(++done, plan.layers.size());
   }
@@ -141,8 +193,11 @@ Result<MixedPlan> choose_mixed(const std::string& model_path, const CalibrationT
       free.push_back(i);
     }
   }
-  std::sort(free.begin(), free.end(),
-            [&](size_t a, size_t b) { return plan.layers[a].sensitivity > plan.layers[b].sensitivity; });
+  std::sort(free.begin(), free.end(), [&](size_t a, size_t b) {
+    const LayerChoice &x = plan.layers[a], &y = plan.layers[b];
+    if (top1 && x.sensitivity == y.sensitivity) return x.rel_error > y.rel_error;  // top-1 ties are common
+    return x.sensitivity > y.sensitivity;
+  });
   // The k most sensitive free layers float: the measured error falls (nearly monotonically) with k,
   // so the smallest k that fits is found by bisection, each step one measured model.
   auto set_k = [&](size_t k) {
@@ -156,10 +211,13 @@ Result<MixedPlan> choose_mixed(const std::string& model_path, const CalibrationT
     return measure(int8);
   };
   size_t lo = 0, hi = free.size(), k = 0;  // measured(lo) over the budget, measured(hi) within
-  auto m0 = measured(0);
+  // Top-1 with budget 0: every free layer float (see quantize.h), the one model measured.
+  const bool none = top1 && o.budget == 0;
+  auto m0 = measured(none ? hi : 0);
   if (!m0.is_ok()) return m0.status();
   double best = m0.value();
-  if (best > o.budget) {
+  if (none) k = hi;
+  if (!none && best > o.budget) {
     auto mh = measured(hi);
     if (!mh.is_ok()) return mh.status();
     best = mh.value(), k = hi;
@@ -176,11 +234,11 @@ Result<MixedPlan> choose_mixed(const std::string& model_path, const CalibrationT
   set_k(k);
   plan.measured = best;
   for (size_t j = 0; j < k; ++j) plan.layers[free[j]].why = "among the most sensitive: float to meet the budget";
-  // Estimate: independent quantization noise adds in quadrature.
-  double sq = 0;
+  // Estimate: independent quantization noise adds in quadrature; lost top-1 points add.
+  double sq = 0, sum = 0;
   for (const LayerChoice& l : plan.layers)
-    if (l.int8 && l.sensitivity > 0) sq += l.sensitivity * l.sensitivity;
-  plan.estimated = std::sqrt(sq);
+    if (l.int8 && l.sensitivity > 0) sq += l.sensitivity * l.sensitivity, sum += l.sensitivity;
+  plan.estimated = top1 ? sum : std::sqrt(sq);
   for (LayerChoice& l : plan.layers)
     if (l.why.empty()) l.why = "within the budget";
   return plan;

@@ -14,6 +14,8 @@ when onnxruntime is missing. Malformed models/inputs are tests/badinput's job.
   cases_tune_profile_doctor.py   tune, profile, doctor and the algorithm-search flags (perf db)
   cases_build.py   build and saved plans: run/bench/info of a .iplan, refusals
   cases_quant.py   int8: a quantize_static model vs ONNX Runtime
+  cases_images.py  int8: calibration from a folder of JPEG/PNG images vs torchvision; bad images
+  cases_mixed_top1.py  int8: mixed precision under a top-1 budget (--calib-labels) on the Fashion model
 """
 import argparse
 import os
@@ -27,6 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cases_bench  # noqa: E402
 import cases_build  # noqa: E402
 import cases_check  # noqa: E402
+import cases_images  # noqa: E402
+import cases_mixed_top1  # noqa: E402
 import cases_quant  # noqa: E402
 import cases_run  # noqa: E402
 import cases_tune_profile_doctor  # noqa: E402
@@ -63,6 +67,8 @@ def main():
     cases_tune_profile_doctor.add(c, small)
     cases_build.add(c)
     cases_quant.add(c, ort)
+    cases_images.add(c, ort)
+    cases_mixed_top1.add(c, ort)
     c.test("doctor: oneDNN, cores, ISA, GPU line", doctor_case(c))
 
     tmp.cleanup()

@@ -13,6 +13,12 @@ constexpr const char* kCalibCacheFormat = "infera-calibration-cache-1";
 // Samples from an .npy file (batches of `batch` along dim 0) or a folder of .npy files (each one
 // batch, or one sample of rank input_rank - 1).
 Result<std::vector<CalibrationSample>> load_calibration(const std::string& path, size_t input_rank, int64_t batch);
+// The same, or with a --calib-preprocess spec (preprocess not empty) a folder of JPEG/PNG images
+// (image.h: load_calibration_images) for the input `in`.
+Result<std::vector<CalibrationSample>> load_calibration(const std::string& path, const IoInfo& in, int64_t batch,
+                                                        const std::string& preprocess, int64_t max_image_pixels);
+// Labels, int32/int64 (or uint8) [n]: one per image or calibration sample; `what` names them in messages.
+Result<std::vector<int64_t>> read_labels_file(const std::string& path, int64_t n, const std::string& what);
 
 struct CalibCache {
   std::string model_sha256;
@@ -23,6 +29,9 @@ struct CalibCache {
   double mix_budget = 0;
   std::string mix_layer_precision;
   std::vector<std::string> mix_float_layers;
+  // How the mix was measured: "" (relative output error; caches before it have none) or
+  // "top1:<SHA-256 of the --calib-labels file>" (points of top-1 against those labels).
+  std::string mix_measure;
 };
 Result<CalibCache> read_calib_cache(const std::string& path);
 // The same from the file's text (path for messages): refuses anything but the cache's JSON shape
@@ -42,7 +51,18 @@ struct QuantizeRequest {
   bool mixed = false;
   double budget = 0.01;
   std::string layer_precision;
+  // --calib-labels: one label per calibration sample: the mix is then measured as top-1 points lost
+  // on the calibration samples and the budget is in points.
+  std::string calib_labels;
+  // --calib-preprocess: --calibration is a folder of images preprocessed by this spec (image.h).
+  std::string preprocess;
+  int64_t max_image_pixels = int64_t(1) << 26;
+  // --calib-dump: the loaded calibration samples, concatenated along dim 0, written as .npy.
+  std::string dump;
 };
 Status quantize_to_file(const QuantizeRequest& q, std::string* summary);
+// --calib-preprocess (checked here: a bad spec is a usage error), --max-image-pixels, --calib-dump
+// into q; returns the usage error or "".
+std::string calib_input_options(Args& a, QuantizeRequest& q);
 
 }  // namespace infera::cli

@@ -138,6 +138,7 @@ Result<CalibCache> parse_calib_cache(const std::string& text, const std::string&
       return j.object([&](const std::string& f) {
         if (f == "budget") return got_budget = j.num(c.mix_budget);
         if (f == "layer_precision") return j.str(c.mix_layer_precision);
+        if (f == "measure") return j.str(c.mix_measure);
         if (f == "float_layers")
           return j.array([&] {
             std::string l;

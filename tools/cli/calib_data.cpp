@@ -1,10 +1,12 @@
 // Calibration inputs and the calibration cache of `infera quantize` / `infera eval`: samples from an
-// .npy array (split into batches along dim 0) or a folder of .npy files (one batch, or one sample, each),
-// and the cache as readable JSON keyed by the model's SHA-256 and the method.
+// .npy array (split into batches along dim 0), a folder of .npy files (one batch, or one sample, each)
+// or a folder of images with a preprocessing spec (image_preprocess.cpp), labels for them, and the
+// cache as readable JSON keyed by the model's SHA-256 and the method.
 #include <cmath>
 #include <cstdlib>
 
 #include "calib.h"
+#include "image.h"
 
 namespace infera::cli {
 
@@ -13,7 +15,13 @@ Result<std::vector<CalibrationSample>> load_calibration(const std::string& path,
   if (is_dir(path)) {
     for (const std::string& f : list_dir(path))
       if (f.size() > 4 && f.substr(f.size() - 4) == ".npy") files.push_back(path + "/" + f);
-    if (files.empty()) return Status::error("calibration data " + path + ": the folder holds no .npy files");
+    if (files.empty()) {
+      for (const std::string& f : list_dir(path))
+        if (is_image_name(f))
+          return Status::error("calibration data " + path + ": the folder holds images (" + f +
+                               ") but no .npy files: give --calib-preprocess SPEC to read the images");
+      return Status::error("calibration data " + path + ": the folder holds no .npy files");
+    }
   } else if (is_file(path)) {
     files.push_back(path);
   } else {
@@ -51,6 +59,52 @@ Result<std::vector<CalibrationSample>> load_calibration(const std::string& path,
   return out;
 }
 
+Result<std::vector<CalibrationSample>> load_calibration(const std::string& path, const IoInfo& in, int64_t batch,
+                                                        const std::string& preprocess, int64_t max_image_pixels) {
+  if (preprocess.empty()) return load_calibration(path, in.dims.size(), batch);
+  if (!is_dir(path))
+    return Status::error(StatusCode::kInvalidInput, "calibration data " + path + ": " +
+                                                        (is_file(path) ? "not a folder" : "not found") +
+                                                        "; --calib-preprocess reads a folder of images");
+  auto spec = parse_preprocess(preprocess);
+  if (!spec.is_ok()) return spec.status();
+  return load_calibration_images(path, spec.value(), in, batch, max_image_pixels);
+}
+
+std::string calib_input_options(Args& a, QuantizeRequest& q) {
+  q.preprocess = a.get("--calib-preprocess");
+  q.max_image_pixels = a.get_size("--max-image-pixels", kMaxImagePixels, 1, kMaxImagePixels);
+  q.dump = a.get("--calib-dump");
+  if (a.has("--calib-preprocess")) {
+    auto spec = parse_preprocess(q.preprocess);
+    if (!spec.is_ok()) return spec.message();
+  }
+  if (a.has("--max-image-pixels") && !a.has("--calib-preprocess"))
+    return "--max-image-pixels limits calibration images: give --calib-preprocess SPEC";
+  return "";
+}
+
+Result<std::vector<int64_t>> read_labels_file(const std::string& path, int64_t n, const std::string& what) {
+  auto t = load_tensor_file(path);
+  if (!t.is_ok()) return Status::error(what + " " + t.message());
+  const Tensor& y = t.value();
+  if (y.dims().size() != 1 || y.dims()[0] != n)
+    return Status::error(what + " " + path + ": shape " + shape_str(y.dims()) + ", expected [" + std::to_string(n) +
+                         "] (one per " + (what == "labels" ? "image" : "calibration sample") + ")");
+  std::vector<int64_t> out(n);
+  for (int64_t i = 0; i < n; ++i) {
+    if (y.dtype() == DataType::kInt64)
+      out[i] = y.data_as<int64_t>()[i];
+    else if (y.dtype() == DataType::kInt32)
+      out[i] = y.data_as<int32_t>()[i];
+    else if (y.dtype() == DataType::kUInt8)
+      out[i] = y.data_as<uint8_t>()[i];
+    else
+      return Status::error(what + " " + path + ": dtype " + dtype_name(y.dtype()) + ", expected int32 or int64");
+  }
+  return out;
+}
+
 Status write_calib_cache(const std::string& path, const CalibCache& c) {
   std::string s = "{\n  \"format\": " + json_str(kCalibCacheFormat) +
                   ",\n  \"model_sha256\": " + json_str(c.model_sha256) +
@@ -68,7 +122,8 @@ Status write_calib_cache(const std::string& path, const CalibCache& c) {
     char b[64];
     snprintf(b, sizeof b, "%.17g", c.mix_budget);
     s += ",\n  \"mixed\": {\"budget\": " + std::string(b) +
-         ", \"layer_precision\": " + json_str(c.mix_layer_precision) + ", \"float_layers\": [";
+         ", \"layer_precision\": " + json_str(c.mix_layer_precision) +
+         (c.mix_measure.empty() ? "" : ", \"measure\": " + json_str(c.mix_measure)) + ", \"float_layers\": [";
     for (size_t i = 0; i < c.mix_float_layers.size(); ++i) s += (i ? ", " : "") + json_str(c.mix_float_layers[i]);
     s += "]}";
   }

@@ -25,9 +25,21 @@ const CommandSpec& eval_spec() {
     c.options.push_back({"--precision", "P",
                          "fp32 | int8 | mixed (int8 where the accuracy budget allows, as `infera\nquantize "
                          "--precision mixed`; default fp32)"});
-    c.options.push_back({"--accuracy-budget", "E", "mixed: relative output error allowed, 0..1 (default 0.01)"});
+    c.options.push_back({"--accuracy-budget", "E",
+                         "mixed: relative output error allowed, 0..1 (default 0.01); with\n--calib-labels the "
+                         "top-1 points allowed to be lost on the calibration samples, 0..100\n(default 0.2)"});
+    c.options.push_back({"--calib-labels", "Y.npy",
+                         "mixed: the class of each calibration sample, int32/int64 [N]: the mix is\nmeasured as "
+                         "top-1 on them (as `infera quantize --calib-labels`)"});
     c.options.push_back({"--layer-precision", "LIST", "mixed: overrides, 'conv1:fp32,*:int8'"});
-    c.options.push_back({"--calibration", "PATH", "int8: calibration samples (.npy array or folder of .npy)"});
+    c.options.push_back({"--calibration", "PATH",
+                         "int8: calibration samples (.npy array, folder of .npy, or folder of images\nwith "
+                         "--calib-preprocess)"});
+    c.options.push_back({"--calib-preprocess", "SPEC",
+                         "int8: --calibration is a folder of images preprocessed by SPEC (as `infera\nquantize "
+                         "--calib-preprocess`: resize=,crop=,scale=,mean=,std=,layout=,color=)"});
+    c.options.push_back(
+        {"--max-image-pixels", "N", "int8: most pixels of one calibration image (default and most 64M)"});
     c.options.push_back({"--calib-method", "M", "int8: minmax | percentile[:P] | entropy (default minmax)"});
     c.options.push_back({"--calib-cache", "FILE", "int8: reuse the ranges in FILE if it exists, else write them"});
     c.options.push_back({"--batch", "N", "images per run, 1..65536 (default 32)"});
@@ -37,32 +49,13 @@ const CommandSpec& eval_spec() {
   return spec;
 }
 
-static Result<std::vector<int64_t>> read_labels(const std::string& path, int64_t n) {
-  auto t = load_tensor_file(path);
-  if (!t.is_ok()) return Status::error("labels " + t.message());
-  const Tensor& y = t.value();
-  if (y.dims().size() != 1 || y.dims()[0] != n)
-    return Status::error("labels " + path + ": shape " + shape_str(y.dims()) + ", expected [" + std::to_string(n) +
-                         "] (one per image)");
-  std::vector<int64_t> out(n);
-  for (int64_t i = 0; i < n; ++i) {
-    if (y.dtype() == DataType::kInt64)
-      out[i] = y.data_as<int64_t>()[i];
-    else if (y.dtype() == DataType::kInt32)
-      out[i] = y.data_as<int32_t>()[i];
-    else if (y.dtype() == DataType::kUInt8)
-      out[i] = y.data_as<uint8_t>()[i];
-    else
-      return Status::error("labels " + path + ": dtype " + dtype_name(y.dtype()) + ", expected int32 or int64");
-  }
-  return out;
-}
-
 int cmd_eval(int argc, char** argv) {
   const CommandSpec& spec = eval_spec();
   Args a = parse_args(argc, argv, 2, spec);
   const int64_t batch = a.get_int("--batch", 32, 1, 65536);
-  const double budget = a.get_double("--accuracy-budget", 0.01, 0, 1);
+  const bool top1_budget = a.has("--calib-labels");
+  const double budget =
+      top1_budget ? a.get_double("--accuracy-budget", 0.2, 0, 100) : a.get_double("--accuracy-budget", 0.01, 0, 1);
   const int threads = static_cast<int>(a.get_int("--threads", 0, 1, 1024));
   if (a.positional.size() != 1) a.error("expects one MODEL");
   if (!a.has("--images") || !a.has("--labels")) a.error("needs --images X.npy and --labels Y.npy");
@@ -72,8 +65,11 @@ int cmd_eval(int argc, char** argv) {
     a.error("--precision int8 needs --calibration PATH or --calib-cache FILE");
   if (prec == "mixed" && !a.has("--calibration"))
     a.error("--precision mixed needs --calibration PATH (the layers are measured on it)");
-  if (prec != "mixed" && (a.has("--accuracy-budget") || a.has("--layer-precision")))
-    a.error("--accuracy-budget and --layer-precision choose a mix: give --precision mixed");
+  if (prec != "mixed" && (a.has("--accuracy-budget") || a.has("--layer-precision") || a.has("--calib-labels")))
+    a.error("--accuracy-budget, --layer-precision and --calib-labels choose a mix: give --precision mixed");
+  QuantizeRequest q;
+  const std::string calib_err = calib_input_options(a, q);
+  if (!calib_err.empty()) a.error(calib_err);
   const int rc = handle_help_and_usage(spec, a);
   if (rc >= 0) return rc;
   std::string model = a.positional[0], tmp_model;
@@ -84,7 +80,7 @@ int cmd_eval(int argc, char** argv) {
     return fail("images " + a.get("--images") + ": " + dtype_name(X.dtype()) + " " + shape_str(X.dims()) +
                 ", expected float32 [N, ...] with N > 0");
   const int64_t N = X.dims()[0];
-  auto labels = read_labels(a.get("--labels"), N);
+  auto labels = read_labels_file(a.get("--labels"), N, "labels");
   if (!labels.is_ok()) return fail(labels.message());
   if (prec == "int8" || prec == "mixed") {
     char tmpl[] = "/tmp/infera-eval-XXXXXX";
@@ -92,7 +88,7 @@ int cmd_eval(int argc, char** argv) {
     if (fd < 0) return fail("cannot create a temporary file for the quantized model");
     close(fd);
     tmp_model = tmpl;
-    QuantizeRequest q;
+    q.calib_labels = a.get("--calib-labels");
     q.model = model;
     q.out = tmp_model;
     q.calibration = a.get("--calibration");

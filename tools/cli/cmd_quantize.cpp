@@ -18,10 +18,27 @@ const CommandSpec& quantize_spec() {
                   "per-tensor activations and int32 biases. The ranges go to a calibration cache\n"
                   "(JSON, keyed by the model's SHA-256 and the method): --calib-cache FILE reuses\n"
                   "FILE when it exists (then --calibration is not needed) and writes it otherwise.\n"
-                  "Calibration input: an .npy array [N, ...] (batches of --batch) or a folder of .npy\n"
-                  "files; images with a preprocessing spec are not supported yet.",
+                  "Calibration input: an .npy array [N, ...] (batches of --batch), a folder of .npy\n"
+                  "files, or a folder of JPEG/PNG images with --calib-preprocess (docs/int8.md).",
                   {}};
-    c.options.push_back({"--calibration", "PATH", "an .npy array of samples or a folder of .npy files"});
+    c.options.push_back({"--calibration", "PATH",
+                         "an .npy array of samples, a folder of .npy files, or a folder of images\n"
+                         "(.jpg/.jpeg/.png, sorted by name; other files skipped) with --calib-preprocess"});
+    c.options.push_back({"--calib-preprocess", "SPEC",
+                         "images: KEY=VALUE joined by commas, as torchvision's ImageNet transform:\n"
+                         "resize=S (shorter side, PIL's antialiased bilinear) or HxW, crop=S|HxW (center),\n"
+                         "scale=X (pixel / X, default 255), mean=M[:M:M], std=S[:S:S] (default 0, 1),\n"
+                         "layout=nchw|nhwc (default nchw), color=rgb|gray (default rgb; gray images are\n"
+                         "repeated to RGB, RGB made gray by luma); the model's input must match"});
+    c.options.push_back({"--max-image-pixels", "N",
+                         "images: the most pixels (width x height) of one image, checked before\n"
+                         "decoding (K/M/G suffixes; default and most 64M)"});
+    c.options.push_back(
+        {"--calib-dump", "FILE", "also write the loaded calibration samples, concatenated, as FILE (.npy)"});
+    c.options.push_back({"--calib-labels", "Y.npy",
+                         "mixed: the class of each calibration sample, int32/int64 [N] (images: in\n"
+                         "name order); the layers and the mix are then measured as top-1 on them and\n"
+                         "--accuracy-budget is in points of top-1"});
     c.options.push_back({"-o", "OUT", "the quantized model to write", "--output"});
     c.options.push_back({"--calib-method", "M",
                          "minmax | percentile[:P] (P in (0,100], default 99.99) | entropy (TensorRT's\n"
@@ -30,13 +47,16 @@ const CommandSpec& quantize_spec() {
                          "read the ranges from FILE if it exists, else write them there\n"
                          "(default: OUT.calib.json, written); --precision mixed stores its choice\n"
                          "there too and reuses it for the same budget and --layer-precision"});
-    c.options.push_back({"--batch", "N", "samples per calibration run from one .npy array, 1..65536 (default 32)"});
+    c.options.push_back(
+        {"--batch", "N", "samples per calibration run from one .npy array or an image folder, 1..65536\n(default 32)"});
     c.options.push_back({"--precision", "P",
                          "int8 (every quantizable layer) | mixed: the layers most sensitive to int8\n"
-                         "stay float until the relative output error fits --accuracy-budget (default int8)"});
+                         "stay float until the measured error fits --accuracy-budget (default int8)"});
     c.options.push_back({"--accuracy-budget", "E",
                          "mixed: the largest relative output error ||y - y_fp32|| / ||y_fp32||,\nmean over "
-                         "the first 4 calibration batches, 0..1 (default 0.01)"});
+                         "the first 4 calibration batches, 0..1 (default 0.01); with --calib-labels\n"
+                         "the most top-1 points lost over all calibration samples, 0..100 (default\n"
+                         "0.2; 0 keeps every free layer float)"});
     c.options.push_back({"--layer-precision", "LIST",
                          "mixed: overrides, NAME:int8|fp32 joined by commas; '*' is every other\nlayer "
                          "(trtexec's --layerPrecisions): 'conv1:fp32,*:int8'"});
@@ -44,6 +64,27 @@ const CommandSpec& quantize_spec() {
     return c;
   }();
   return spec;
+}
+
+// The samples concatenated along dim 0 (--calib-dump: what the preprocessing made of the images).
+static Status dump_samples(const std::string& path, const std::vector<CalibrationSample>& samples) {
+  std::vector<int64_t> d = samples[0].tensor.dims();
+  d[0] = 0;
+  for (const CalibrationSample& c : samples) {
+    if (c.tensor.dtype() != samples[0].tensor.dtype() || c.tensor.dims().size() != d.size())
+      return Status::error("--calib-dump: sample " + c.name + " differs in dtype or rank from the first");
+    d[0] += c.tensor.dims()[0];
+  }
+  auto all = Tensor::make(samples[0].tensor.dtype(), d);
+  if (!all.is_ok()) return all.status();
+  char* p = static_cast<char*>(all.value().data());
+  for (const CalibrationSample& c : samples) {
+    if (p + c.tensor.nbytes() > static_cast<char*>(all.value().data()) + all.value().nbytes())
+      return Status::error("--calib-dump: sample " + c.name + " differs in shape from the first");
+    std::memcpy(p, c.tensor.data(), c.tensor.nbytes());
+    p += c.tensor.nbytes();
+  }
+  return save_npy(path, all.value()).prefixed("--calib-dump: ");
 }
 
 Status quantize_to_file(const QuantizeRequest& q, std::string* summary) {
@@ -69,9 +110,15 @@ Status quantize_to_file(const QuantizeRequest& q, std::string* summary) {
     cache = c.take();
     from_cache = true;
   }
-  // A mix stored with this table for the same budget and overrides is reused as it is.
+  // A mix stored with this table for the same budget, overrides and measure is reused as it is.
+  std::string measure;
+  if (q.mixed && !q.calib_labels.empty()) {
+    auto h = sha256_file(q.calib_labels);
+    if (!h.is_ok()) return Status::error("calibration labels " + h.message());
+    measure = "top1:" + h.value();
+  }
   const bool mix_cached = q.mixed && from_cache && cache.has_mix && cache.mix_budget == q.budget &&
-                          cache.mix_layer_precision == q.layer_precision;
+                          cache.mix_layer_precision == q.layer_precision && cache.mix_measure == measure;
   bool cache_changed = !from_cache;
   std::vector<CalibrationSample> samples;
   if (!from_cache || (q.mixed && !mix_cached)) {
@@ -87,9 +134,13 @@ Status quantize_to_file(const QuantizeRequest& q, std::string* summary) {
     // A model that fixes its batch takes batches of that size.
     const IoInfo& in = s.value()->inputs()[0];
     const int64_t batch = !in.dims.empty() && in.dims[0].value > 0 ? in.dims[0].value : q.batch;
-    auto loaded = load_calibration(q.calibration, in.dims.size(), batch);
+    auto loaded = load_calibration(q.calibration, in, batch, q.preprocess, q.max_image_pixels);
     if (!loaded.is_ok()) return loaded.status();
     samples = loaded.take();
+    if (!q.dump.empty()) {
+      st = dump_samples(q.dump, samples);
+      if (!st.is_ok()) return st;
+    }
   }
   if (!from_cache) {
     CalibrationOptions o;
@@ -113,11 +164,19 @@ Status quantize_to_file(const QuantizeRequest& q, std::string* summary) {
   if (mix_cached) {
     float_layers = cache.mix_float_layers;
     mixed_report = "mixed: " + std::to_string(float_layers.size()) + " layers fp32 (the choice stored in " + q.cache +
-                   " for budget " + std::to_string(q.budget) + "; not re-measured)\n";
+                   " for budget " + std::to_string(q.budget) + (measure.empty() ? "" : " top-1 points") +
+                   "; not re-measured)\n";
   } else if (q.mixed) {
     MixedOptions mo;
     mo.budget = q.budget;
     mo.num_threads = q.num_threads;
+    if (!q.calib_labels.empty()) {
+      int64_t rows = 0;
+      for (const CalibrationSample& c : samples) rows += c.tensor.dims().empty() ? 1 : c.tensor.dims()[0];
+      auto labels = read_labels_file(q.calib_labels, rows, "calibration labels");
+      if (!labels.is_ok()) return labels.status();
+      mo.labels = labels.take();
+    }
     std::stringstream ss(q.layer_precision);
     std::string item;
     while (std::getline(ss, item, ',')) {
@@ -142,24 +201,48 @@ Status quantize_to_file(const QuantizeRequest& q, std::string* summary) {
     auto plan = choose_mixed(q.model, cache.table, samples, mo);
     if (!plan.is_ok()) return plan.status();
     float_layers = plan.value().float_layers();
-    char line[512];
-    mixed_report = "layer precision (sensitivity = relative output error with the layer alone in int8):\n";
-    for (const LayerChoice& l : plan.value().layers) {
-      std::snprintf(line, sizeof line, "  %-48s %-5s %10s  %s\n", l.layer.c_str(), l.int8 ? "int8" : "fp32",
-                    l.sensitivity < 0 ? "-" : std::to_string(l.sensitivity).c_str(), l.why.c_str());
+    const MixedPlan& mp = plan.value();
+    char line[640];
+    if (mp.top1)
+      std::snprintf(line, sizeof line,
+                    "layer precision (measure: top-1 against --calib-labels on %lld calibration samples, float "
+                    "top-1 %.4f; sensitivity = top-1 points lost with the layer alone in int8):\n",
+                    static_cast<long long>(mp.rows), mp.float_top1);
+    else
+      std::snprintf(line, sizeof line,
+                    "layer precision (measure: relative output error; sensitivity = that error with the layer alone "
+                    "in int8):\n");
+    mixed_report = line;
+    for (const LayerChoice& l : mp.layers) {
+      // Forced layers are not measured; a top-1 sensitivity may be negative (the layer alone gains).
+      char sens[32] = "-";
+      if (mp.top1 && l.why.rfind("forced", 0) != 0)
+        std::snprintf(sens, sizeof sens, "%.3f", l.sensitivity);
+      else if (!mp.top1 && l.sensitivity >= 0)
+        std::snprintf(sens, sizeof sens, "%s", std::to_string(l.sensitivity).c_str());
+      std::snprintf(line, sizeof line, "  %-48s %-5s %10s  %s\n", l.layer.c_str(), l.int8 ? "int8" : "fp32", sens,
+                    l.why.c_str());
       mixed_report += line;
     }
-    std::snprintf(line, sizeof line,
-                  "mixed: %zu of %zu layers int8; relative output error: all int8 %.5f, estimated %.5f, measured %.5f "
-                  "(budget %.5f%s)\n",
-                  plan.value().layers.size() - float_layers.size(), plan.value().layers.size(), plan.value().all_int8,
-                  plan.value().estimated, plan.value().measured, q.budget,
-                  plan.value().measured <= q.budget ? ", met" : ", NOT met with every free layer float");
+    const char* met = mp.measured <= q.budget ? ", met" : ", NOT met with every free layer float";
+    if (mp.top1)
+      std::snprintf(line, sizeof line,
+                    "mixed: %zu of %zu layers int8; top-1 points lost on %lld calibration samples: all int8 %.3f, "
+                    "estimated %.3f, measured %.3f (budget %.3f points%s)\n",
+                    mp.layers.size() - float_layers.size(), mp.layers.size(), static_cast<long long>(mp.rows),
+                    mp.all_int8, mp.estimated, mp.measured, q.budget, met);
+    else
+      std::snprintf(line, sizeof line,
+                    "mixed: %zu of %zu layers int8; relative output error: all int8 %.5f, estimated %.5f, measured "
+                    "%.5f (budget %.5f%s)\n",
+                    mp.layers.size() - float_layers.size(), mp.layers.size(), mp.all_int8, mp.estimated, mp.measured,
+                    q.budget, met);
     mixed_report += line;
     cache.has_mix = true;
     cache.mix_budget = q.budget;
     cache.mix_layer_precision = q.layer_precision;
     cache.mix_float_layers = float_layers;
+    cache.mix_measure = measure;
     cache_changed = true;
   }
   st = write_qdq_model(q.model, cache.table, q.out, float_layers);
@@ -196,10 +279,15 @@ int cmd_quantize(int argc, char** argv) {
   if (prec != "int8" && prec != "mixed")
     return usage("quantize", "--precision expects int8 or mixed, got '" + prec + "'");
   q.mixed = prec == "mixed";
-  q.budget = a.get_double("--accuracy-budget", 0.01, 0, 1);
+  q.calib_labels = a.get("--calib-labels");
+  q.budget = q.calib_labels.empty() ? a.get_double("--accuracy-budget", 0.01, 0, 1)
+                                    : a.get_double("--accuracy-budget", 0.2, 0, 100);
   q.layer_precision = a.get("--layer-precision");
-  if (!q.mixed && (a.has("--accuracy-budget") || a.has("--layer-precision")))
-    return usage("quantize", "--accuracy-budget and --layer-precision choose a mix: give --precision mixed");
+  if (!q.mixed && (a.has("--accuracy-budget") || a.has("--layer-precision") || a.has("--calib-labels")))
+    return usage("quantize",
+                 "--accuracy-budget, --layer-precision and --calib-labels choose a mix: give --precision mixed");
+  std::string err = calib_input_options(a, q);
+  if (!err.empty()) return usage("quantize", err);
   if (!a.usage_error.empty()) return usage("quantize", a.usage_error);
   std::string summary;
   Status s = quantize_to_file(q, &summary);
