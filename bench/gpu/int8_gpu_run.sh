@@ -61,6 +61,8 @@ done
 echo "== profile int8 b256 ($(left) s left)"
 timeout 60 "$inf" profile $q --device gpu --precision fp16 --batch 256 --top 25 >"$out/profile-int8-b256.txt" 2>&1
 head -n 45 "$out/profile-int8-b256.txt"
+timeout 60 "$inf" profile $m --device gpu --precision fp16 --batch 256 --top 12 >"$out/profile-fp16-b256.txt" 2>&1
+sed -n '/by op kind/,$p' "$out/profile-fp16-b256.txt"
 san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 if [[ -n $san ]] && (($(left) > 130)); then
   echo "== memcheck int8 kernels ($(left) s left)"

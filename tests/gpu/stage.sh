@@ -8,6 +8,6 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/lib" .gpu-infera
 cp "$build"/infera "$build"/infera_unit_tests "$build"/session_driver "$tmp/"
 strip "$tmp"/infera "$tmp"/infera_unit_tests "$tmp"/session_driver
-for l in libdnnl.so.2 libonnx_proto.so.1 libOpenCL.so.1; do cp "/lib/x86_64-linux-gnu/$l" "$tmp/lib/"; done
+for l in libdnnl.so.2 libonnx_proto.so.1 libOpenCL.so.1 libjpeg.so.62 libpng16.so.16; do cp "/lib/x86_64-linux-gnu/$l" "$tmp/lib/"; done
 tar -C "$tmp" -cJf .gpu-infera/stage.tar.xz .
 ls -la .gpu-infera/stage.tar.xz

@@ -46,6 +46,7 @@ struct QCase {
   QConvShape s;
   bool bias = true;
   int x_extra = 0, y_off = 0, y_extra = 0, z_extra = 0;  // wider buffers (x offset: s.x_c_offset)
+  bool ties = false;  // power-of-two scales: exact results, some on x.5 (the epilogue's double path)
 };
 
 // The reference of ops/quant_conv.cpp for one output element (acc already sum (x - x_zp) * w).
@@ -79,11 +80,15 @@ void run_qcase(Ctx& ctx, QCase cc) {
   std::vector<uint8_t> z(s.has_residual ? npix_out * zps : 0);
   for (auto& v : z) v = static_cast<uint8_t>(rng.range(0, 255));
   // Scales that spread the outputs over the whole int8 range (some saturate).
-  const float x_scale = rng.uniform(0.01f, 0.05f);
+  float x_scale = rng.uniform(0.01f, 0.05f);
   std::vector<float> w_scales(s.k);
   for (auto& v : w_scales) v = rng.uniform(0.002f, 0.02f);
-  const float y_scale = static_cast<float>(x_scale * 0.01 * std::sqrt(static_cast<double>(kred)) * 5000.0 / 80.0);
-  const float z_scale = y_scale * rng.uniform(0.5f, 2.f);
+  float y_scale = static_cast<float>(x_scale * 0.01 * std::sqrt(static_cast<double>(kred)) * 5000.0 / 80.0);
+  float z_scale = y_scale * rng.uniform(0.5f, 2.f);
+  if (cc.ties) {  // v / y_scale = (acc + bias) / 1024 + (z - z_zp) / 2: exact, with x.5 ties among them
+    x_scale = 1.f / 64, y_scale = 1.f, z_scale = 0.5f;
+    for (auto& v : w_scales) v = 1.f / 16;
+  }
   const int y_zp = s.y_uint8 ? rng.range(100, 150) : rng.range(-10, 10);
   const int z_zp = s.z_uint8 ? rng.range(100, 150) : rng.range(-10, 10);
   std::vector<double> scale(s.k);
@@ -208,6 +213,12 @@ void run_qconv(Ctx& ctx) {
     c->s.has_residual = true;
     c->s.z_uint8 = true;
     c->s.y_uint8 = true;
+  }
+  for (const bool res : {false, true}) {
+    QCase* c = add(res ? "1x1 exact ties, residual" : "3x3 p1 exact ties",
+                   res ? qshape(2, 7, 7, 64, 64, 1, 1, 0) : qshape(2, 8, 8, 32, 48, 3, 1, 1));
+    c->ties = true;
+    c->s.has_residual = res;
   }
   {
     QCase* c = add("3x3 no pad, x zero point", qshape(2, 9, 9, 32, 40, 3, 1, 0));

@@ -84,11 +84,12 @@ TEST(QuantBackends, QConvOnTheGpuMatchesReference) {
   const DataType s8 = DataType::kInt8, u8 = DataType::kUInt8;
   const QCase cases[] = {
       {{1, 16, 10, 10}, {32, 16, 3, 3}, 1, 1, 1, s8, s8, true, true, false, true, 0, 5, 0},
-      {{2, 3, 12, 12}, {16, 3, 3, 3}, 1, 2, 1, s8, s8, true, true, false, true, 0, -7, 0},  // odd C: padded
+      {{2, 3, 12, 12}, {16, 3, 3, 3}, 1, 2, 1, s8, s8, true, true, false, true, 0, -7, 0},  // C < 16: to 16
       {{2, 32, 8, 8}, {64, 32, 1, 1}, 1, 1, 0, s8, s8, true, false, true, true, -3, -10, 7},
       {{2, 64, 14, 14}, {128, 64, 3, 3}, 1, 1, 1, s8, s8, true, true, true, true, 0, 3, -4},
       {{1, 32, 9, 9}, {48, 32, 1, 1}, 1, 2, 0, s8, u8, false, true, false, false, 5, 128, 0},
       {{1, 10, 7, 7}, {24, 10, 3, 3}, 1, 1, 1, s8, u8, true, true, true, false, 0, 100, 90},
+      {{1, 17, 6, 6}, {16, 17, 3, 3}, 1, 1, 1, s8, s8, true, true, false, true, 0, 0, 0},  // odd C >= 16: to 18
   };
   uint32_t seed = 700;
   for (const QCase& q : cases) {

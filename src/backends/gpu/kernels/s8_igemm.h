@@ -1,6 +1,7 @@
 // Internal: what the int8 implicit-GEMM kernels share (s8_conv_nhwc_implicit_gemm_mma.cu, the
 // mma.sync / MFMA / sdot4 one, and s8_conv_nhwc_implicit_gemm_wgmma_sm90.cu): the requantizing
-// epilogue, bit-exact with the reference (kernels.h), the loaders' "halves" view of the int8
+// epilogue, bit-exact with the reference (kernels.h; float arithmetic away from the rounding
+// boundaries, the reference's double at them), the loaders' "halves" view of the int8
 // tensors, and the fill of the epilogue's parameters.
 #pragma once
 
@@ -119,20 +120,80 @@ inline QEpi make_qepi(const QConvShape& s, const QConvTensors& t) {
   return q;
 }
 
+// The same result from float arithmetic where it is provably the same: u = the requantized value
+// before rounding, computed in float in units of y_scale; its error is a few float ulps of the
+// magnitudes summed (e), far inside the 2e-6 * (e + |r| + 1) band kept around each rounding
+// boundary (x.5). Inside the band the double path of the reference decides: bit-exact either
+// way, float speed nearly always (the band holds ~1e-5 of the values at |r| ~ 100).
+__device__ inline int requant_fast(const QEpi& q, int acc, int n, int zv, int m) {
+  int a = acc;
+  if (q.wsum) a -= q.x_zp * q.wsum[n];
+  const float sy = static_cast<float>(q.scale[n] * q.inv_y);
+  float u = (static_cast<float>(a) + (q.bias ? static_cast<float>(q.bias[n]) : 0.f)) * sy;
+  float e = fabsf(u);
+  if (q.z) {
+    const float t = static_cast<float>(zv - q.z_zp) * static_cast<float>(q.z_scale * q.inv_y);
+    u += t;
+    e += fabsf(t);
+  }
+  switch (q.act) {
+    case kActRelu: u = u < 0.f ? 0.f : u; break;
+    case kActLeakyRelu:
+      if (u < 0.f) {
+        const float al = static_cast<float>(q.alpha);
+        u *= al;
+        e *= fmaxf(1.f, fabsf(al));
+      }
+      break;
+    case kActClip: {
+      const float lo = static_cast<float>(q.alpha * q.inv_y), hi = static_cast<float>(q.beta * q.inv_y);
+      u = u < lo ? lo : u;
+      u = u > hi ? hi : u;
+      e = fmaxf(e, fmaxf(fabsf(lo), fabsf(hi)));
+      break;
+    }
+    default: break;
+  }
+  const float r = u + static_cast<float>(q.y_zp);
+  if (r > static_cast<float>(q.hi) + 1.f) return q.hi;  // saturates either way
+  if (r < static_cast<float>(q.lo) - 1.f) return q.lo;
+  const float band = 2e-6f * (e + fabsf(r) + 1.f);
+  if (fabsf(r - floorf(r) - 0.5f) <= band) return requant(q, acc, n, m);
+  const int v = static_cast<int>(rintf(r));
+  return v < q.lo ? q.lo : v > q.hi ? q.hi : v;
+}
+
 // Requantizes 8 consecutive channels nn.. of output pixel m and stores them (one 8-byte store
-// when aligned and whole).
+// when aligned and whole); the residual's 8 bytes come in one load likewise.
 __device__ inline void requant_store8(const QEpi& q, int kn, int m, int nn, const int* acc) {
   const int nvalid = kn - nn < 8 ? kn - nn : 8;
+  int zv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  if (q.z) {
+    const int8_t* zp = q.z + m * q.z_ps + nn;
+    if (nvalid == 8 && reinterpret_cast<uintptr_t>(zp) % 8 == 0) {
+      const uint2 w = *reinterpret_cast<const uint2*>(zp);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const unsigned b = ((j < 4 ? w.x : w.y) >> (8 * (j % 4))) & 0xffu;
+        zv[j] = q.z_u8 ? static_cast<int>(b) : static_cast<int>(static_cast<int8_t>(b));
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        if (j < nvalid) zv[j] = q.z_u8 ? int(reinterpret_cast<const uint8_t*>(zp)[j]) : int(zp[j]);
+    }
+  }
   int8_t* y = q.y + m * q.y_ps + nn;
   if (q.vec_out && nvalid == 8) {
     unsigned w[2] = {0, 0};
 #pragma unroll
-    for (int j = 0; j < 8; ++j) w[j / 4] |= (unsigned(requant(q, acc[j], nn + j, m)) & 0xffu) << (8 * (j % 4));
+    for (int j = 0; j < 8; ++j)
+      w[j / 4] |= (unsigned(requant_fast(q, acc[j], nn + j, zv[j], m)) & 0xffu) << (8 * (j % 4));
     *reinterpret_cast<uint2*>(y) = make_uint2(w[0], w[1]);
   } else {
 #pragma unroll
     for (int j = 0; j < 8; ++j)
-      if (j < nvalid) y[j] = static_cast<int8_t>(requant(q, acc[j], nn + j, m));
+      if (j < nvalid) y[j] = static_cast<int8_t>(requant_fast(q, acc[j], nn + j, zv[j], m));
   }
 }
 
