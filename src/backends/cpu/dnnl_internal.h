@@ -19,6 +19,10 @@ namespace infera::cpu {
 using dnnl::memory;
 using Dims = std::vector<int64_t>;
 
+// Loops that should vectorize wider than the tree's x86-64 baseline: built for AVX-512, AVX2 and
+// the baseline, the widest the CPU has picked at load time (GCC function multiversioning).
+#define INFERA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
 dnnl::engine& engine();
 // INFERA_VERBOSE: >= 2 prints every kernel made (including those of discarded plan attempts).
 int verbose();

@@ -183,9 +183,7 @@ std::string plan_resize(const StepRequest& req, ResizePlan& p) {
   return "";
 }
 
-// The loops, built for AVX-512, AVX2 and the baseline (the tree compiles for x86-64): the rows of
-// 16 channels vectorize.
-#define INFERA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+// The loops are INFERA_CLONES (AVX-512, AVX2, baseline): the rows of 16 channels vectorize.
 
 // tmp[i] = the vertical taps of two contiguous input rows (a plain row, or a blocked row of 16 lanes).
 INFERA_CLONES void vertical_blocked(const float* r0, const float* r1, float w0, float w1, int64_t n, float* tmp,
