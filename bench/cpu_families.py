@@ -57,6 +57,7 @@ MODEL_SET = ["resnet50", "mobilenet_v2", "mobilenet_v3_large", "efficientnet_b0"
 BATCH16 = ["resnet50", "mobilenet_v2", "densenet121"]
 ENGINES = ["infera", "onnxruntime", "openvino"]
 ENV_ENGINE = "infera_env"  # infera again, with --infera-env's variables (e.g. OMP_WAIT_POLICY=passive)
+BASE_ENGINE = "infera_base"  # another infera binary (--baseline: the build before a change)
 
 
 def run_infera_env(env, *a):
@@ -161,12 +162,19 @@ def write_markdown(path, res, png_name):
         lines[-2] = lines[-2][:-len("| load |")] + "| infera (%s) p50 ms | best peer/infera (%s) | load |" % (
             env_label, env_label)
         lines[-1] = lines[-1][:-len(" --- |")] + " ---: | ---: | --- |"
+    base = bool(s.get("baseline"))
+    if base:
+        lines[-2] = lines[-2][:-len("| load |")] + "| before p50 ms | before/after | best peer/before | load |"
+        lines[-1] = lines[-1][:-len(" --- |")] + " ---: | ---: | ---: | --- |"
     for r in res["results"]:
         e = r["engines"]
 
         def p50(k):
             return "%.2f" % e[k]["p50_ms"] if "p50_ms" in e.get(k, {}) else "failed"
         extra = " %s | %s |" % (p50(ENV_ENGINE), fmt_ratio(r.get("ratio_best_env"))) if env else ""
+        if base:
+            extra += " %s | %s | %s |" % (p50(BASE_ENGINE), fmt_ratio(r.get("ratio_base")),
+                                          fmt_ratio(r.get("ratio_best_base")))
         lines.append("| %s | %d | %s | %s | %s | %s | %s | %s |%s %s–%s |" % (
             r["model"], r["batch"], p50("infera"), p50("onnxruntime"), p50("openvino"),
             fmt_ratio(r.get("ratio_ort")), fmt_ratio(r.get("ratio_ov")), fmt_ratio(r.get("ratio_best")),
@@ -182,6 +190,14 @@ def write_markdown(path, res, png_name):
             lines.append("| %s | %s | %s | %s | %s |%s" % (
                 label, fmt_ratio(g[key]["ort"]), fmt_ratio(g[key]["ov"]), fmt_ratio(g[key]["best"]),
                 ", ".join(g[key]["below"]) or "none", extra))
+    if base:
+        lines += ["", "Before/after in the same rounds: `%s`%s as 'before'." % (
+            s["baseline"], " (git %s)" % s["baseline_git"] if s.get("baseline_git") else "")]
+        for key, label in (("b1", "batch 1"), ("b16", "batch 16")):
+            if key in g:
+                lines.append("- %s: geomean before/after %s; best peer/before %s (after: %s)" % (
+                    label, fmt_ratio(g[key].get("base")), fmt_ratio(g[key].get("best_base")),
+                    fmt_ratio(g[key]["best"])))
     lines += ["", "A ratio above 1.00× means infera takes less time than that peer. Targets (issue 13): geomean "
               "≥ 1.25× the faster peer over the batch-1 set, no model below 1.0×, batch 16 ≥ 1.25× on all three.", ""]
     if res.get("errors"):
@@ -217,12 +233,19 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--name", default="cpu-families")
+    ap.add_argument("--baseline", default=None, metavar="BIN",
+                    help="also time this infera binary (the build before a change) as another engine alternating "
+                    "with the others; the table gets before p50 and before/after")
+    ap.add_argument("--baseline-git", default=None, help="the git revision the --baseline binary was built at")
     ap.add_argument("--infera-env", action="append", default=[], metavar="VAR=VALUE",
                     help="also time infera with these variables set (repeatable), as a fourth engine "
                     "alternating with the others")
     args = ap.parse_args()
     env = dict(kv.split("=", 1) for kv in args.infera_env if "=" in kv)
-    engines = ENGINES + ([ENV_ENGINE] if env else [])
+    engines = ENGINES + ([ENV_ENGINE] if env else []) + ([BASE_ENGINE] if args.baseline else [])
+    if args.baseline and not os.path.isfile(args.baseline):
+        sys.stderr.write("cpu_families.py: no baseline binary at %s\n" % args.baseline)
+        return 1
 
     try:
         import onnxruntime as ort
@@ -262,6 +285,9 @@ def main():
                     try:
                         if eng == "infera":
                             res = run_infera(infera, path, batch, args.threads, args.warmup, args.duration, work)
+                        elif eng == BASE_ENGINE:
+                            res = run_infera(os.path.abspath(args.baseline), path, batch, args.threads, args.warmup,
+                                             args.duration, work)
                         elif eng == ENV_ENGINE:
                             res = run_infera_env(env, infera, path, batch, args.threads, args.warmup,
                                                  args.duration, work)
@@ -292,6 +318,11 @@ def main():
                 best = [e[k]["p50_ms"] for k in ("onnxruntime", "openvino") if k in e]
                 if best:
                     row["ratio_best"] = round(min(best) / i, 3)
+            if BASE_ENGINE in e and "infera" in e:
+                row["ratio_base"] = round(e[BASE_ENGINE]["p50_ms"] / e["infera"]["p50_ms"], 3)
+                best = [e[k]["p50_ms"] for k in ("onnxruntime", "openvino") if k in e]
+                if best:
+                    row["ratio_best_base"] = round(min(best) / e[BASE_ENGINE]["p50_ms"], 3)
             if ENV_ENGINE in e and any(k in e for k in ("onnxruntime", "openvino")):
                 best = min(e[k]["p50_ms"] for k in ("onnxruntime", "openvino") if k in e)
                 row["ratio_best_env"] = round(best / e[ENV_ENGINE]["p50_ms"], 3)
@@ -304,7 +335,8 @@ def main():
     for key, b in (("b1", 1), ("b16", 16)):
         rows = [r for r in results if r["batch"] == b]
         if rows:
-            geo[key] = {k: geomean([r.get("ratio_" + k) for r in rows]) for k in ("ort", "ov", "best", "best_env")}
+            geo[key] = {k: geomean([r.get("ratio_" + k) for r in rows])
+                        for k in ("ort", "ov", "best", "best_env", "base", "best_base")}
             geo[key]["below"] = [r["model"] for r in rows if r.get("ratio_best") is not None and r["ratio_best"] < 1.0]
             geo[key]["below_env"] = [r["model"] for r in rows
                                      if r.get("ratio_best_env") is not None and r["ratio_best_env"] < 1.0]
@@ -319,7 +351,8 @@ def main():
                      "openvino": ov.__version__.split("-")[0], "numpy": np.__version__,
                      "python": platform.python_version()},
         "settings": {"threads": args.threads, "rounds": args.rounds, "duration_s": args.duration,
-                     "warmup": args.warmup, "models_dir": args.models_dir, "infera_env": env},
+                     "warmup": args.warmup, "models_dir": args.models_dir, "infera_env": env,
+                     "baseline": args.baseline, "baseline_git": args.baseline_git},
         "load_min": min([x for x in loads if x is not None], default=None),
         "load_max": max([x for x in loads if x is not None], default=None),
         "results": results, "geomean": geo, "errors": errors,
@@ -335,6 +368,9 @@ def main():
         print("geomean %s: ORT/infera %s, OpenVINO/infera %s, best/infera %s; below 1.0x: %s%s" % (
             key, fmt_ratio(g["ort"]), fmt_ratio(g["ov"]), fmt_ratio(g["best"]), ", ".join(g["below"]) or "none",
             "; with the env: best/infera %s" % fmt_ratio(g.get("best_env")) if env else ""))
+        if args.baseline:
+            print("geomean %s: before/after %s, best peer/before %s" % (key, fmt_ratio(g.get("base")),
+                                                                       fmt_ratio(g.get("best_base"))))
     print("wrote %s.md" % stem)
     return 1 if errors else 0
 

@@ -272,7 +272,12 @@ void log_impl(const StepRequest& req, const std::string& impl) {
 std::pair<Format, Format> pick_formats(Format src, Format dst,
                                        const std::function<std::string(Format, Format)>& impl_of, bool gemm_ok) {
   const Format P = Format::kPlain, B = dnnl_blocked_format();
-  const std::pair<Format, Format> cands[] = {{src, dst}, {src, B}, {B, B}, {P, B}, {P, P}};
+  // B8: the 8-channel blocks where B is the 16-channel one. oneDNN 2.6's avx512 jit convs take
+  // grouped convs whose groups hold 8 channels (RegNet's group width 8) in nChw8c only; in
+  // nChw16c it has only its reference conv, and plain is im2col + gemm, 4-8x slower than the jit
+  // one (measured, 2026-12-02). Reorders to and from B8 bridge (a small fraction of the conv).
+  const Format B8 = B == Format::kNChw16c ? Format::kNChw8c : B;
+  const std::pair<Format, Format> cands[] = {{src, dst}, {src, B}, {B, B}, {B8, B8}, {P, B}, {P, P}};
   // Rank: reference 0, im2col/gemm 1, direct jit/brgemm 2; the first best candidate wins.
   auto rank = [gemm_ok](const std::string& impl) {
     if (impl.rfind("ref", 0) == 0) return 0;
@@ -328,7 +333,7 @@ const Family* family_of(const StepRequest& req) {
   static const Family conv{conv_query, conv_create}, deconv{deconv_query, deconv_create}, gemm{gemm_query, gemm_create},
       mm{matmul_query, matmul_create}, pool{pool_query, pool_create}, bn{bn_query, bn_create},
       elt{eltwise_query, eltwise_create}, bin{binary_query, binary_create}, sm{softmax_query, softmax_create},
-      cat{concat_query, concat_create}, qconv{qconv_query, qconv_create};
+      cat{concat_query, concat_create}, qconv{qconv_query, qconv_create}, resize{resize_query, resize_create};
   const OpKernel* op = req.op;
   if (dynamic_cast<const QConvOp*>(op)) return &qconv;
   if (dynamic_cast<const ConvOp*>(op)) return &conv;
@@ -343,6 +348,7 @@ const Family* family_of(const StepRequest& req) {
   const Node& n = *req.node;
   const bool onnx = n.domain.empty() || n.domain == "ai.onnx";
   if (onnx && n.op_type == "MatMul") return &mm;
+  if (onnx && n.op_type == "Resize") return &resize;
   if (onnx &&
       (n.op_type == "Exp" || n.op_type == "Log" || n.op_type == "Sqrt" || n.op_type == "Abs" || n.op_type == "Neg"))
     return &elt;
@@ -375,7 +381,9 @@ class DnnlBackend : public Backend {
     if (!req.node || !req.op) return Support::no("no node");
     const Family* f = family_of(req);
     if (!f) return Support::no("oneDNN has no kernel for this op");
-    if (!all_float32(req) && !dynamic_cast<const QConvOp*>(req.op)) return Support::no("float32 only");
+    // QConv takes int8 values, Resize its int64 sizes (resize_query checks X and Y).
+    if (!all_float32(req) && !dynamic_cast<const QConvOp*>(req.op) && f->query != resize_query)
+      return Support::no("float32 only");
     try {
       Support s = f->query(req);
       if (!s.ok) {

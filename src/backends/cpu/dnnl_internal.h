@@ -19,6 +19,10 @@ namespace infera::cpu {
 using dnnl::memory;
 using Dims = std::vector<int64_t>;
 
+// Loops that should vectorize wider than the tree's x86-64 baseline: built for AVX-512, AVX2 and
+// the baseline, the widest the CPU has picked at load time (GCC function multiversioning).
+#define INFERA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
 dnnl::engine& engine();
 // INFERA_VERBOSE: >= 2 prints every kernel made (including those of discarded plan attempts).
 int verbose();
@@ -154,8 +158,9 @@ void log_impl(const StepRequest& req, const std::string& impl);
 
 // The formats (src, dst) to compute a 4-D op in: the requested ones unless oneDNN has only
 // its reference or im2col-gemm implementation for them (mixed formats, padded blocked input,
-// plain convs), then the first of (src, B), (B, B), (plain, B), (plain, plain) with a better
-// one (B = blocked); reorders bridge the difference. impl_of returns the implementation name for
+// plain convs), then the first of (src, B), (B, B), (B8, B8), (plain, B), (plain, plain) with a
+// better one (B = blocked, B8 = 8-channel blocks: grouped convs of 8 channels per group on
+// AVX-512); reorders bridge the difference. impl_of returns the implementation name for
 // a pair (or throws dnnl::error). gemm_ok: gemm is as good as jit (1x1 stride-1 convs need no
 // im2col; measured: plain gemm beats reorders + jit there).
 std::pair<Format, Format> pick_formats(Format src, Format dst,
@@ -192,6 +197,9 @@ Support softmax_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> softmax_create(const StepRequest& req);
 Support concat_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> concat_create(const StepRequest& req);
+// Resize (dnnl_resize.cpp: our own loop, not oneDNN's resampling): takes the int64 sizes input.
+Support resize_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> resize_create(const StepRequest& req);
 // int8 (dnnl_qconv.cpp): takes int8/uint8/int32 values, not float32.
 Support qconv_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> qconv_create(const StepRequest& req);
