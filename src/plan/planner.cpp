@@ -39,7 +39,7 @@ double node_flops(const Node& n, const std::vector<ValueInfo>& infos) {
     return s.fully_known() ? s.concrete() : std::vector<int64_t>{};
   };
   const std::string& op = n.op_type;
-  if (op == "Conv" || op == "FusedConv" || op == "ConvTranspose") {
+  if (op == "Conv" || op == "FusedConv" || op == "QConv" || op == "ConvTranspose") {  // QConv: int8 ops
     auto w = dims(1, false), x = dims(0, false), y = dims(0, true);
     if (w.size() < 3 || y.size() < 3 || x.size() < 3) return 0;
     if (op == "ConvTranspose") {

@@ -100,6 +100,14 @@ def add(c, ort):
         ok(rc, so, se)
         expect(re.search(r"com\.infera\.QConv\s+0 -> 2\b", so), "not both convs int8: %s" %
                [l for l in so.splitlines() if "Conv" in l])
+        # The int8 convs count their multiply-adds as the float ones do (batch 512: 0.05 GFLOP a run).
+        flops = lambda text: re.search(r"\(([0-9.]+) G per run of batch 512", text).group(1)
+        got = {}
+        for name, f in (("int8", out), ("float", shared)):
+            rc2, so2, se2 = c.sh("info", f, "--batch", "512")
+            ok(rc2, so2, se2)
+            got[name] = flops(so2)
+        expect(got["int8"] == got["float"] and float(got["float"]) > 0.04, "flops per run: %s" % got)
         if ort is not None:
             ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"input": images[:2]})
 
