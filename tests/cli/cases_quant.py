@@ -220,6 +220,13 @@ def add(c, ort):
                              os.path.join(d, "short.npy")), 1, "short.npy", "[50]")
         rc, so, se = c.sh(*args, "--precision", "int8")
         expect(rc == 2 and "--calibration" in se, "int8 without calibration: exit %d %s" % (rc, se.strip()))
+        rc, so, se = c.sh(*args, "--precision", "fp16")
+        expect(rc == 2 and "runs on a GPU" in se, "fp16 on the CPU: exit %d %s" % (rc, se.strip()))
+        rc, so, se = c.sh(*args, "--device", "tpu")
+        expect(rc == 2 and "unknown device 'tpu'" in se, "--device tpu: exit %d %s" % (rc, se.strip()))
+        rc, so, se = c.sh(*args, "--device", "cpu")
+        ok(rc, so, se)
+        expect("device cpu" in so, "the device is not printed: %s" % so.strip())
 
     c.test("eval: fp32 top1=1 vs its own argmax; int8; bad labels", eval_top1)
 

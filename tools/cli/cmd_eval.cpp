@@ -23,8 +23,11 @@ const CommandSpec& eval_spec() {
     c.options.push_back({"--images", "X.npy", "the images, float32 [N, ...] as the model's input takes them"});
     c.options.push_back({"--labels", "Y.npy", "the labels, int32/int64 [N]"});
     c.options.push_back({"--precision", "P",
-                         "fp32 | int8 | mixed (int8 where the accuracy budget allows, as `infera\nquantize "
-                         "--precision mixed`; default fp32)"});
+                         "fp32 | fp16 (a GPU) | int8 | mixed (int8 where the accuracy budget allows, as\n`infera "
+                         "quantize --precision mixed`; default fp32)"});
+    c.options.push_back({"--device", "D",
+                         "cpu (default) or gpu[:N]; on a GPU the float layers of an int8 or mixed model\nrun in fp16 "
+                         "(TensorRT's int8 + fp16)"});
     c.options.push_back({"--accuracy-budget", "E",
                          "mixed: relative output error allowed, 0..1 (default 0.01); with\n--calib-labels the "
                          "top-1 points allowed to be lost on the calibration samples, 0..100\n(default 0.2)"});
@@ -60,7 +63,12 @@ int cmd_eval(int argc, char** argv) {
   if (a.positional.size() != 1) a.error("expects one MODEL");
   if (!a.has("--images") || !a.has("--labels")) a.error("needs --images X.npy and --labels Y.npy");
   const std::string prec = a.get("--precision", "fp32");
-  if (prec != "fp32" && prec != "int8" && prec != "mixed") a.error("--precision '" + prec + "': fp32, int8 or mixed");
+  if (prec != "fp32" && prec != "fp16" && prec != "int8" && prec != "mixed")
+    a.error("--precision '" + prec + "': fp32, fp16, int8 or mixed");
+  auto parsed = Device::parse(a.get("--device", "cpu"));
+  if (!parsed.is_ok()) a.error("--device: " + parsed.message());
+  const Device device = parsed.is_ok() ? parsed.value() : Device::cpu();
+  if (prec == "fp16" && !device.is_gpu()) a.error("--precision fp16 runs on a GPU: give --device gpu");
   if (prec == "int8" && !a.has("--calibration") && !a.has("--calib-cache"))
     a.error("--precision int8 needs --calibration PATH or --calib-cache FILE");
   if (prec == "mixed" && !a.has("--calibration"))
@@ -113,6 +121,8 @@ int cmd_eval(int argc, char** argv) {
   }
   SessionOptions so;
   so.num_threads = threads;
+  so.device = device;
+  if (so.device.is_gpu() && prec != "fp32") so.precision = Precision::kFp16;
   auto sess = Session::load(model, so);
   if (!tmp_model.empty()) std::remove(tmp_model.c_str());
   if (!sess.is_ok()) return fail(sess.message());
@@ -145,7 +155,8 @@ int cmd_eval(int argc, char** argv) {
       top5 += rank < 5;
     }
   }
-  printf("images %lld, batch %lld, precision %s\n", (long long)N, (long long)batch, prec.c_str());
+  printf("images %lld, batch %lld, precision %s, device %s%s\n", (long long)N, (long long)batch, prec.c_str(),
+         so.device.str().c_str(), so.device.is_gpu() && prec != "fp32" ? " (float layers in fp16)" : "");
   printf("top-1 %.4f (%lld/%lld)\ntop-5 %.4f (%lld/%lld)\n", double(top1) / N, (long long)top1, (long long)N,
          double(top5) / N, (long long)top5, (long long)N);
   printf("top1=%.4f top5=%.4f n=%lld precision=%s\n", double(top1) / N, double(top5) / N, (long long)N, prec.c_str());
