@@ -20,8 +20,14 @@ using dnnl::memory;
 using Dims = std::vector<int64_t>;
 
 // Loops that should vectorize wider than the tree's x86-64 baseline: built for AVX-512, AVX2 and
-// the baseline, the widest the CPU has picked at load time (GCC function multiversioning).
+// the baseline, the widest the CPU has picked at load time (GCC function multiversioning). Not
+// under ThreadSanitizer: the clones' ifunc resolvers run before its runtime is up (the test binary
+// crashed at start).
+#if defined(__SANITIZE_THREAD__)
+#define INFERA_CLONES
+#else
 #define INFERA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 
 dnnl::engine& engine();
 // INFERA_VERBOSE: >= 2 prints every kernel made (including those of discarded plan attempts).
