@@ -15,6 +15,7 @@
 #include "backends/gpu/gpu_internal.h"
 #include "ops/conv.h"
 #include "ops/matmul.h"
+#include "ops/quant.h"
 #include "ops/quant_conv.h"
 #include "tune/choice.h"
 
@@ -207,6 +208,21 @@ struct Choice {
 };
 
 // ---------------------------------------------------------------- Conv / FusedConv
+// The geometry both conv shapes share (gpu::ConvShape, gpu::QConvShape): NCHW x, OIHW w, the
+// resolved pads.
+template <class Shape>
+void set_conv_geometry(Shape& s, const Dims& x, const Dims& w, const ConvAttrs& a, const std::vector<int64_t>& pads) {
+  s.n = static_cast<int>(x[0]), s.c = static_cast<int>(x[1]), s.h = static_cast<int>(x[2]),
+  s.w = static_cast<int>(x[3]);
+  s.k = static_cast<int>(w[0]), s.r = static_cast<int>(w[2]), s.s = static_cast<int>(w[3]);
+  s.stride_h = a.strides.empty() ? 1 : static_cast<int>(a.strides[0]);
+  s.stride_w = a.strides.empty() ? 1 : static_cast<int>(a.strides[1]);
+  s.dil_h = a.dilations.empty() ? 1 : static_cast<int>(a.dilations[0]);
+  s.dil_w = a.dilations.empty() ? 1 : static_cast<int>(a.dilations[1]);
+  s.pad_t = static_cast<int>(pads[0]), s.pad_l = static_cast<int>(pads[1]);
+  s.pad_b = static_cast<int>(pads[2]), s.pad_r = static_cast<int>(pads[3]);
+}
+
 struct ConvPlan {
   gpu::ConvShape shape;
   Activation act;
@@ -227,15 +243,7 @@ bool plan_conv(const GpuConfig& c, const StepRequest& req, ConvPlan& p) {
   const ConvAttrs& a = op->attrs();
   gpu::ConvShape& s = p.shape;
   s.dtype = c.dtype();
-  s.n = static_cast<int>(x[0]), s.c = static_cast<int>(x[1]), s.h = static_cast<int>(x[2]),
-  s.w = static_cast<int>(x[3]);
-  s.k = static_cast<int>(w[0]), s.r = static_cast<int>(w[2]), s.s = static_cast<int>(w[3]);
-  s.stride_h = a.strides.empty() ? 1 : static_cast<int>(a.strides[0]);
-  s.stride_w = a.strides.empty() ? 1 : static_cast<int>(a.strides[1]);
-  s.dil_h = a.dilations.empty() ? 1 : static_cast<int>(a.dilations[0]);
-  s.dil_w = a.dilations.empty() ? 1 : static_cast<int>(a.dilations[1]);
-  s.pad_t = static_cast<int>(pads[0]), s.pad_l = static_cast<int>(pads[1]);
-  s.pad_b = static_cast<int>(pads[2]), s.pad_r = static_cast<int>(pads[3]);
+  set_conv_geometry(s, x, w, a, pads);
   s.groups = static_cast<int>(a.group);
   if (!gpu::conv_check(s).ok() || s.p() != y[2] || s.q() != y[3]) return false;
   p.bias = req.has_in(2);
@@ -402,19 +410,11 @@ bool plan_qconv(const StepRequest& req, QConvPlan& p) {
     if (v <= 0 || v > (1 << 30)) return false;
   const QConvParams& q = op->params();
   gpu::QConvShape& s = p.shape;
-  s.n = static_cast<int>(x[0]), s.c = static_cast<int>(x[1]), s.h = static_cast<int>(x[2]),
-  s.w = static_cast<int>(x[3]);
+  set_conv_geometry(s, x, w, a, pads);
   p.c_real = s.c;
   // Few channels (an RGB stem) go to 16, the vector gathers and the warpgroup kernels' minimum
   // (4x the MACs of C=4, on the tensor cores with 16-byte loads: faster); else to even.
   s.c = s.c < 16 ? 16 : s.c + s.c % 2;
-  s.k = static_cast<int>(w[0]), s.r = static_cast<int>(w[2]), s.s = static_cast<int>(w[3]);
-  s.stride_h = a.strides.empty() ? 1 : static_cast<int>(a.strides[0]);
-  s.stride_w = a.strides.empty() ? 1 : static_cast<int>(a.strides[1]);
-  s.dil_h = a.dilations.empty() ? 1 : static_cast<int>(a.dilations[0]);
-  s.dil_w = a.dilations.empty() ? 1 : static_cast<int>(a.dilations[1]);
-  s.pad_t = static_cast<int>(pads[0]), s.pad_l = static_cast<int>(pads[1]);
-  s.pad_b = static_cast<int>(pads[2]), s.pad_r = static_cast<int>(pads[3]);
   s.x_zero_point = static_cast<int>(q.x_zero_point);
   s.has_residual = op->has_residual(*req.node) && req.has_in(3);
   s.y_uint8 = req.outputs[0]->dtype == DataType::kUInt8;
@@ -430,10 +430,9 @@ bool plan_qconv(const StepRequest& req, QConvPlan& p) {
     if (z->value || !is_byte(z->dtype) || req.in_dims(3) != y) return false;
     s.z_uint8 = z->dtype == DataType::kUInt8;
   }
-  const int64_t lo = s.y_uint8 ? 0 : -128, hi = s.y_uint8 ? 255 : 127;
-  if (q.y_zero_point < lo || q.y_zero_point > hi) return false;
-  if (s.has_residual && (q.z_zero_point < (s.z_uint8 ? 0 : -128) || q.z_zero_point > (s.z_uint8 ? 255 : 127)))
-    return false;
+  auto in_range = [](int64_t zp, DataType t) { return zp >= quant_min(t) && zp <= quant_max(t); };
+  if (!in_range(q.y_zero_point, req.outputs[0]->dtype)) return false;
+  if (s.has_residual && !in_range(q.z_zero_point, req.inputs[3]->dtype)) return false;
   p.x_scale = q.x_scale, p.y_scale = q.y_scale, p.z_scale = q.z_scale;
   p.z_zero_point = static_cast<int>(q.z_zero_point), p.y_zero_point = static_cast<int>(q.y_zero_point);
   p.w_scales = q.w_scales;
