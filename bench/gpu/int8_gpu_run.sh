@@ -5,6 +5,8 @@
 # timings) quantized by `infera quantize` on the host CPU, its int8 outputs on the GPU against the
 # CPU engine's, the plan, and `infera bench` of the int8 model against the float one at batch 1, 32,
 # 256 in the same call; a per-layer profile of int8 b256; compute-sanitizer on the int8 kernels.
+# Sixth session: the same script after the epilogue's per-thread channel parameters, the 2-stage
+# wgmma variants and the int8 max pool.
 # carry: .gpu-infera (stage.tar.xz, torch_peer.py) build-cuda/infera_gpu_kernel_tests
 # Usage (on the GPU machine): bash bench/gpu/int8_gpu_run.sh [TOTAL_S]
 set -u
@@ -52,6 +54,7 @@ for name in ("gpu_--precision_fp32", "gpu_--precision_fp16"):
 PY
 timeout 60 "$inf" info $q --device gpu --precision fp16 --plan --batch 256 >"$out/plan-int8-fp16-b256.txt" 2>&1
 grep -cE "QConv" "$out/plan-int8-fp16-b256.txt"; grep -E "cpu|dnnl|ref" "$out/plan-int8-fp16-b256.txt" | head -8
+grep -E "MaxPool|QuantizeLinear|DequantizeLinear" "$out/plan-int8-fp16-b256.txt" | cut -c1-160 | head -8
 
 echo "== bench: float vs int8, fp16 ($(left) s left)"
 for f in $m $q; do

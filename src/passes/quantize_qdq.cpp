@@ -3,7 +3,8 @@
 // into one com.infera.QConv (ops/quant_conv.h) reading x_q and writing the QuantizeLinear's int8 output,
 // so values stay int8 between quantized layers; then folds a following residual
 //   DequantizeLinear(y_q) -> Add(DequantizeLinear(z_q)) -> [Relu] -> QuantizeLinear
-// into the QConv's epilogue. Assumes per-tensor activations and int8 weights with zero point 0
+// into the QConv's epilogue, and runs a MaxPool between a DQ and a Q of the same parameters on the
+// int8 values (fold_max_pool). Assumes per-tensor activations and int8 weights with zero point 0
 // (per output channel or per tensor); anything else is left as it is (it still runs, in float).
 #include <cmath>
 
@@ -214,12 +215,39 @@ bool fold_residual(Graph& g, rewrite::UseIndex& idx, int qi) {
   return true;
 }
 
+// DQ(x_q) -> MaxPool -> Q with the DQ's scale, zero point and type: MaxPool on x_q itself. Max
+// commutes with the monotone dequantization and Q(DQ(v)) = v for every int8 v, so this is exact
+// (an empty window's -inf saturates to the type's lowest, which the int8 max pool gives too).
+bool fold_max_pool(Graph& g, rewrite::UseIndex& idx, int pi) {
+  const Node& mp = g.nodes[pi];
+  if (mp.outputs.size() != 1 || mp.inputs.empty()) return false;
+  float xs, ys;
+  int64_t xz, yz;
+  const int dq = dq_per_tensor(g, mp.inputs[0], xs, xz);
+  if (dq < 0 || rewrite::sole_consumer(g, idx, mp.inputs[0]) != pi) return false;
+  const int q = rewrite::sole_consumer(g, idx, mp.outputs[0]);
+  if (q < 0 || !g.nodes[q].is_onnx("QuantizeLinear") || !per_tensor_params(g, g.nodes[q], ys, yz)) return false;
+  const int x_q = g.nodes[dq].inputs[0], y_q = g.nodes[q].outputs[0];
+  if (ys != xs || yz != xz || g.values[x_q].dtype != g.values[y_q].dtype) return false;
+  if (g.nodes[q].attr_int("saturate", 1) != 1) return false;
+  rewrite::replace_uses(g, idx, g.nodes[dq].outputs[0], x_q);  // the MaxPool, its sole reader
+  g.nodes[dq].dead = true;
+  g.nodes[q].dead = true;
+  Node& n = g.nodes[pi];
+  n.outputs = {y_q};
+  n.op.reset();
+  g.values[y_q].producer = pi;
+  return true;
+}
+
 class QuantizeQdq : public Pass {
  public:
   const char* name() const override { return "quantize_qdq"; }
   Status run(Graph& g) override {
     rewrite::UseIndex idx(g);
     const size_t n0 = g.nodes.size();
+    for (size_t i = 0; i < n0; ++i)
+      if (!g.nodes[i].dead && g.nodes[i].is_onnx("MaxPool")) fold_max_pool(g, idx, static_cast<int>(i));
     for (size_t i = 0; i < n0; ++i)
       if (!g.nodes[i].dead && g.nodes[i].is_onnx("Conv")) fold_conv(g, idx, static_cast<int>(i));
     // Residual adds, in topological order of the QConvs (those appended above keep the convs' order).

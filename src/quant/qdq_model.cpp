@@ -265,6 +265,12 @@ Status write_qdq_model(const std::string& model_path, const CalibrationTable& ta
       return Status::error("calibration: no range for tensor '" + t + "' (a cache made for another model?)");
     scale[t] = scale_of(it->second);
   }
+  // A MaxPool's output takes its input's scale (as ONNX Runtime's quantizer does): its range lies
+  // within the input's, and DQ -> MaxPool -> Q of one scale then runs on the int8 values, exactly.
+  for (const auto& n : g.node())
+    if (onnx_op(n, "MaxPool") && n.input_size() > 0 && n.output_size() == 1 && scale.count(n.input(0)) &&
+        scale.count(n.output(0)))
+      scale[n.output(0)] = scale[n.input(0)];
   GraphIndex ix(g);
   // Weights and biases: per-channel symmetric int8 weights, int32 biases at x_scale * w_scale.
   std::vector<onnx::NodeProto> pre;                                // DQ nodes of constants, first in the graph

@@ -75,7 +75,8 @@ def add(c):
         a, b = np.load(c.path("bo1", "y.npy")), np.load(c.path("bo2", "y.npy"))
         expect(a.tobytes() == b.tobytes(), "run of the plan differs from run of the model")
         counts = re.findall(r"perf db \(in memory\): (\d+) choices found, (\d+) timed", err)
-        expect(counts and all(int(f) >= 1 and t == "0" for f, t in counts),
+        found_min = 1 if c.cpu_winograd() else 0  # no Winograd here: one algorithm, no choice saved
+        expect(counts and all(int(f) >= found_min and t == "0" for f, t in counts),
                "loading the plan finds its choices and times nothing: %s" % (counts or err[-400:]))
     c.test("run FILE.iplan: the model's bits, nothing timed", run_plan_equals_model)
 

@@ -38,6 +38,19 @@ class Cli:
         self.failed += not ok
         print("%s %-52s%s" % ("PASS" if ok else "FAIL", name, "" if ok else "  -> " + why), flush=True)
 
+    def cpu_winograd(self):
+        """Whether oneDNN has Winograd on this CPU (doctor --json, the dnnl backend's details). oneDNN 2.6
+        has it on AVX-512 only: elsewhere the CPU's convs have one algorithm and the perf db nothing
+        to time; the search tests then check that instead."""
+        if not hasattr(self, "_wino"):
+            rc, out, err = self.sh("doctor", "--json")
+            ok(rc, out, err)
+            import json
+            dnnl = [b for b in json.loads(out)["backends"] if b["name"] == "dnnl"]
+            expect(dnnl and "conv algorithms: " in dnnl[0]["details"], "doctor names the CPU's conv algorithms")
+            self._wino = "conv algorithms: direct, winograd" in dnnl[0]["details"]
+        return self._wino
+
     def path(self, *p):
         return os.path.join(self.work, *p)
 

@@ -13,9 +13,10 @@ What makes the result trustworthy:
     is one test, and the counts are of distinct tests.
   - Skipped tests (skips.txt, each with its reason) run too: a skipped test that passes is stale
     and fails the suite (remove its line); a skip naming no selected test fails the suite.
-  - The number of selected tests per source, of distinct tests and of duplicates is recorded in
-    expected_counts.txt: a different number fails the suite until that file is changed in the
-    commit that explains why.
+  - The number of selected tests per source is recorded in expected_counts.txt: a different
+    number fails the suite until that file is changed in the commit that explains why. The number
+    of byte-identical duplicates is recorded too but only noted when it differs: whether a generated
+    test's bytes equal Debian's depends on unpinned packages of the generator (protobuf, ml_dtypes).
 Full logs go to $LOG_DIR (default build/test-logs). Last line: `N passed, M failed, K skipped`
 (K: declared skips, run and still failing as declared).
 """
@@ -196,8 +197,12 @@ def main():
 
     # Counts against the committed expectation.
     found = {"selected %s" % s: len(selected[s]) for s in sources}
-    if not args.only:
-        found.update({"distinct": len(groups), "duplicates": duplicates})
+    if not args.only and (exp.get("duplicates") is None or int(exp["duplicates"]) != duplicates):
+        # Which generated tests are byte-identical to Debian's depends on the generating packages
+        # (protobuf, ml_dtypes: not pinned); every selected test runs either way, so this is a note.
+        print("conformance: note: %d byte-identical duplicates (expected_counts.txt says %s): the generated "
+              "files' bytes depend on the wheel's dependencies; every selected test runs once either way"
+              % (duplicates, exp.get("duplicates")))
     for key, n in found.items():
         want = exp.get(key)
         if want is None or int(want) != n:

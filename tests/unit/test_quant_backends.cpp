@@ -1,8 +1,9 @@
 // com.infera.QConv (the int8 conv the quantize_qdq pass makes) on every backend that takes it
 // (oneDNN's int8 convolution; the GPU's int8 implicit GEMM) against its reference kernel, bit for
 // bit, on seeded random int8 data: zero points, per-channel and per-tensor weight scales, bias,
-// residual, ReLU, groups, strides, padding, 1x1, an odd channel count; and per-tensor
-// QuantizeLinear / DequantizeLinear.
+// residual, ReLU, groups, strides, padding, 1x1, an odd channel count, filters whose sums may pass
+// 2^24 (the fp32 path without VNNI splits them); and per-tensor
+// QuantizeLinear / DequantizeLinear; int8 / uint8 MaxPool.
 #include "backend_harness.h"
 
 namespace infera::test {
@@ -69,6 +70,9 @@ TEST(QuantBackends, QConvOnEveryBackendMatchesReference) {
       {{1, 32, 8, 8}, {64, 32, 1, 1}, 1, 1, 0, s8, s8, true, false, true, true, 0, -10, 7},
       {{1, 32, 8, 8}, {32, 4, 3, 3}, 8, 1, 1, s8, s8, false, true, true, false, 4, 0, -2},
       {{1, 3, 12, 12}, {8, 3, 3, 3}, 1, 1, 1, s8, s8, true, true, false, true, 1, -128, 0},
+      // Sums past 2^24 possible (K = 4608): without VNNI the exact fp32 path splits the channels.
+      {{1, 512, 5, 5}, {16, 512, 3, 3}, 1, 1, 1, s8, s8, true, true, true, true, -3, 2, 1},
+      {{2, 512, 4, 4}, {8, 512, 3, 3}, 1, 1, 1, u8, u8, false, true, false, false, 128, 5, 0},
   };
   uint32_t seed = 100;
   for (const QCase& q : cases) {
@@ -144,6 +148,40 @@ TEST(QuantBackends, QuantizeAndDequantizeLinearPerTensor) {
                  sc, zp};
     dc.const_inputs = {1, 2};
     check_case(dc, "dequantize " + what, {"gpu", "gpu-fp16"});
+  }
+}
+
+// int8 / uint8 MaxPool (what quantize_qdq makes of DQ -> MaxPool -> Q): oneDNN (plain and NHWC) and
+// the GPU (NHWC, 16-channel vectors and scalar) must take it and match the reference bit for bit.
+TEST(QuantBackends, MaxPoolInt8OnEveryBackend) {
+  struct P {
+    std::vector<int64_t> x;
+    int64_t k, stride, pad, dil;
+    bool ceil, u8;
+  };
+  const P cases[] = {
+      {{2, 64, 12, 12}, 3, 2, 1, 1, false, false},  // ResNet's stem pool
+      {{1, 16, 9, 9}, 2, 2, 0, 1, true, true},
+      {{2, 5, 8, 7}, 3, 1, 1, 2, false, false},  // C = 5: the scalar kernel; dilation
+      {{1, 48, 7, 7}, 3, 2, 0, 1, true, true},
+  };
+  uint32_t seed = 1300;
+  for (const P& q : cases) {
+    OpCase c;
+    c.op = "MaxPool";
+    c.opset = 13;
+    c.attrs["kernel_shape"] = attr_ints({q.k, q.k});
+    c.attrs["strides"] = attr_ints({q.stride, q.stride});
+    c.attrs["pads"] = attr_ints({q.pad, q.pad, q.pad, q.pad});
+    c.attrs["dilations"] = attr_ints({q.dil, q.dil});
+    c.attrs["ceil_mode"] = attr_i(q.ceil);
+    const DataType dt = q.u8 ? DataType::kUInt8 : DataType::kInt8;
+    c.inputs.push_back(q.u8 ? random_ints<uint8_t>(dt, q.x, seed += 7, 0, 255)
+                            : random_ints<int8_t>(dt, q.x, seed += 7, -128, 127));
+    // oneDNN's int8 pooling has no dilation (its reference would run: declined).
+    const std::vector<std::string> must =
+        q.dil == 1 ? std::vector<std::string>{"dnnl", "gpu", "gpu-fp16"} : std::vector<std::string>{"gpu", "gpu-fp16"};
+    check_case(c, std::string("int8 max pool ") + dtype_name(dt) + " X" + Shape::of(q.x).str(), must);
   }
 }
 

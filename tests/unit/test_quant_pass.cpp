@@ -1,7 +1,8 @@
 // The quantize_qdq pass alone: a hand-built QDQ graph (as quantize_static writes it: int8 activations,
 // per-channel int8 weights, int32 bias, a residual Add + Relu) becomes QConv nodes reading and writing
 // int8, and the graph's output stays within one quantization step of the QDQ graph's (node-by-node
-// evaluation on seeded random inputs); a pattern it cannot take (weights with a zero point) stays.
+// evaluation on seeded random inputs); a pattern it cannot take (weights with a zero point) stays;
+// a MaxPool between a DQ and a Q of equal parameters runs on the int8 values, exactly.
 #include <gtest/gtest.h>
 
 #include "op_test_util.h"
@@ -150,6 +151,51 @@ TEST(QuantPass, WeightZeroPointLeavesTheConvInFloat) {
   ASSERT_TRUE(run_passes(g, p, nullptr).is_ok());
   EXPECT_EQ(count(g, "QConv"), 0);
   EXPECT_EQ(count(g, "Conv"), 2);
+}
+
+// input -> Q -> DQ -> MaxPool -> Q(scale ys) -> DQ -> output (int8 or uint8 zero points).
+Graph max_pool_graph(float ys, bool u8) {
+  G b;
+  const int x = b.g.add_value("input", DataType::kFloat32, Shape::of({2, 5, 7, 7}));
+  b.g.inputs.push_back(x);
+  auto zp = [&](int v) {
+    return u8 ? make_tensor<uint8_t>(DataType::kUInt8, {}, {static_cast<uint8_t>(v)}) : i8(static_cast<int8_t>(v));
+  };
+  const int s1 = b.c("s1", f(0.03f)), z1 = b.c("z1", zp(u8 ? 128 : -3));
+  const int xd = b.op("DequantizeLinear", {b.op("QuantizeLinear", {x, s1, z1}), s1, z1});
+  const int mp =
+      b.op("MaxPool", {xd},
+           {{"kernel_shape", attr_ints({3, 3})}, {"strides", attr_ints({2, 2})}, {"pads", attr_ints({1, 1, 1, 1})}});
+  const int s2 = b.c("s2", f(ys)), z2 = b.c("z2", zp(u8 ? 128 : -3));
+  b.g.outputs.push_back(b.op("DequantizeLinear", {b.op("QuantizeLinear", {mp, s2, z2}), s2, z2}));
+  return std::move(b.g);
+}
+
+TEST(QuantPass, MaxPoolBetweenEqualQdqRunsOnInt8) {
+  for (const bool u8 : {false, true})
+    for (const float ys : {0.03f, 0.05f}) {
+      SCOPED_TRACE(std::string(u8 ? "uint8" : "int8") + " y_scale " + std::to_string(ys));
+      Graph g = max_pool_graph(ys, u8);
+      ASSERT_TRUE(infer_graph(g).is_ok());
+      Tensor x = random_tensor({2, 5, 7, 7}, 11, -5.f, 5.f);  // saturates both ends too
+      auto before = evaluate(g, x);
+      ASSERT_TRUE(before.is_ok()) << before.message();
+      std::vector<std::unique_ptr<Pass>> p;
+      p.push_back(make_quantize_qdq());
+      p.push_back(make_eliminate_dead_nodes());
+      ASSERT_TRUE(run_passes(g, p, nullptr).is_ok());
+      const bool same = ys == 0.03f;  // only equal parameters fold
+      EXPECT_EQ(count(g, "QuantizeLinear"), same ? 1 : 2);
+      EXPECT_EQ(count(g, "DequantizeLinear"), same ? 1 : 2);
+      for (const Node& n : g.nodes)
+        if (!n.dead && n.op_type == "MaxPool")
+          EXPECT_EQ(g.values[n.inputs[0]].dtype, same ? (u8 ? DataType::kUInt8 : DataType::kInt8) : DataType::kFloat32);
+      auto after = evaluate(g, x);
+      ASSERT_TRUE(after.is_ok()) << after.message();
+      ASSERT_EQ(after.value().numel(), before.value().numel());
+      for (int64_t i = 0; i < after.value().numel(); ++i)
+        ASSERT_EQ(before.value().data_as<float>()[i], after.value().data_as<float>()[i]) << i;  // exact
+    }
 }
 
 }  // namespace

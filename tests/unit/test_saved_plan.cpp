@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 
+#include "dnnl_probe.h"
 #include "infera/infera.h"
 #include "ops/activation.h"
 #include "ops/conv.h"
@@ -176,7 +177,8 @@ TEST(SavedPlan, RoundTripGivesTheSameBitsAndTimesNothing) {
     auto rep = b.prepare(shape(n));
     ASSERT_TRUE(rep.is_ok()) << rep.message();
     EXPECT_EQ(rep.value().perf_db_timed, 0u) << "batch " << n << ": a loaded plan times nothing";
-    EXPECT_GT(rep.value().perf_db_found, 0u) << "batch " << n << ": the CPU's Conv choices come from the plan";
+    if (test::onednn_has_winograd())  // else the CPU's convs have one algorithm: no choice to save
+      EXPECT_GT(rep.value().perf_db_found, 0u) << "batch " << n << ": the CPU's Conv choices come from the plan";
     expect_same_bits(*s.from, b, n);
   }
   {

@@ -325,7 +325,7 @@ int cmd_doctor(int argc, char** argv) {
     j += std::string(i ? ", " : "") + "{\"name\": " + json_str(backends[i].name) +
          ", \"device\": " + json_str(backends[i].device) +
          ", \"available\": " + (backends[i].available ? "true" : "false") +
-         ", \"version\": " + json_str(backends[i].version) + "}";
+         ", \"version\": " + json_str(backends[i].version) + ", \"details\": " + json_str(backends[i].details) + "}";
   j += "],\n \"gpu\": {\"build\": " + json_str(libs.vendor) + ", \"runtime\": " + std::to_string(libs.runtime) +
        ", \"driver_api\": " + std::to_string(libs.driver) + ", \"cudnn\": " + std::to_string(libs.dnn) +
        ", \"cublaslt\": " + std::to_string(libs.blas) + ", \"library\": " + json_str(smi.library) +

@@ -56,7 +56,8 @@ std::string algorithm_of(const std::string& impl) {
   if (has("implicit_gemm")) return "implicit_gemm";
   if (has("cudnn") || has("cublaslt")) return "vendor";
   if (has("[direct") || has("direct")) return "direct";
-  if (has("gemm")) return "gemm";
+  if (has("gemm")) return "gemm";                   // oneDNN's im2col + GEMM convs ("gemm:jit"), GEMM kernels
+  if (has("conv") && has("jit:")) return "direct";  // oneDNN's jit convs (with one algorithm: no note)
   return "-";
 }
 

@@ -320,6 +320,26 @@ void OutputAs::finish(DnnlKernel& k) const {
   k.add_step(make_reorder(compute.get_desc(), bound.get_desc()), {{DNNL_ARG_FROM, compute}, {DNNL_ARG_TO, bound}});
 }
 
+// Whether oneDNN makes a Winograd convolution here (oneDNN 2.6: AVX-512 only), probed once on a
+// ResNet-like 3x3 stride-1 conv.
+bool has_winograd() {
+  static const bool yes = [] {
+    using dnnl::memory;
+    try {
+      const memory::data_type f = memory::data_type::f32;
+      const memory::desc x({2, 32, 14, 14}, f, memory::format_tag::any), w({32, 32, 3, 3}, f, memory::format_tag::any),
+          y({2, 32, 14, 14}, f, memory::format_tag::any);
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_winograd, x, w,
+                                        y, {1, 1}, {1, 1}, {1, 1});
+      dnnl::convolution_forward::primitive_desc pd(d, engine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return yes;
+}
+
 // ---------------------------------------------------------------- dispatch
 namespace {
 
@@ -381,8 +401,9 @@ class DnnlBackend : public Backend {
     if (!req.node || !req.op) return Support::no("no node");
     const Family* f = family_of(req);
     if (!f) return Support::no("oneDNN has no kernel for this op");
-    // QConv takes int8 values, Resize its int64 sizes (resize_query checks X and Y).
-    if (!all_float32(req) && !dynamic_cast<const QConvOp*>(req.op) && f->query != resize_query)
+    // QConv takes int8 values, Resize its int64 sizes, pools int8 for max (the queries check).
+    if (!all_float32(req) && !dynamic_cast<const QConvOp*>(req.op) && f->query != resize_query &&
+        f->query != pool_query)
       return Support::no("float32 only");
     try {
       Support s = f->query(req);
@@ -462,6 +483,12 @@ class DnnlBackend : public Backend {
                   std::strcmp(v->hash, "N/A") ? " git " : "", std::strcmp(v->hash, "N/A") ? v->hash : "",
                   isa_name(dnnl::get_effective_cpu_isa()), format_name(dnnl_blocked_format()));
     b.details = buf;
+    b.details += std::string("\nconv algorithms: ") +
+                 (has_winograd() ? "direct, winograd (the perf db times both for 3x3 stride-1 convs)"
+                                 : "direct (no Winograd in oneDNN on this ISA: the CPU's convs have nothing to tune)");
+    b.details += std::string("\nint8 conv: ") + (int8_conv_exact() ? "oneDNN int8 (VNNI, exact)"
+                                                                   : "exact fp32 path (no VNNI: oneDNN's int8 convs "
+                                                                     "halve the weights)");
     b.details += probe();
     return b;
   }

@@ -268,6 +268,12 @@ ConvPick pick_algorithm(const StepRequest& req, const ConvPlan& p, bool four, Fo
   if (!forced_note.empty() && t.conv_algo == SessionOptions::ConvAlgo::kWinograd && !wino)
     forced_note = std::string("--conv-algo winograd: oneDNN has no Winograd for this conv") +
                   (wino_shape ? " on this ISA" : " (3x3, stride 1, dilation 1, group 1 only)") + "; using direct";
+  // --winograd on where oneDNN has none for this shape on this CPU (AVX2): said, not silent.
+  const bool wino_missing =
+      wino_shape && !wino && winograd_enabled() &&
+      (t.winograd == SessionOptions::WinogradMode::kOn || t.conv_algo == SessionOptions::ConvAlgo::kWinograd);
+  if (wino_missing && forced_note.empty())
+    forced_note = "--winograd on: oneDNN has no Winograd for this conv on this ISA; using direct";
   if (!forced_note.empty() && req.verbose >= 1)
     std::fprintf(stderr, "%s\n",  // the node name from the model: one escaped, capped line
                  Status::error(StatusCode::kInternal, "infera: tune: node '" + req.node->name + "': " + forced_note)
@@ -283,7 +289,11 @@ ConvPick pick_algorithm(const StepRequest& req, const ConvPlan& p, bool four, Fo
   };
   if (allowed.index.size() == 1 || (!search && allowed.filtered)) {
     use(names[allowed.index[0]], allowed.filtered);  // forced (or the only one)
-    if (allowed.filtered) pick.note = " [" + names[allowed.index[0]] + ": forced]";
+    // Said whenever the user forced an algorithm, also where it was the only candidate anyway.
+    if (wino_missing)
+      pick.note = " [direct: no Winograd on this ISA]";
+    else if (allowed.filtered || t.conv_algo != SessionOptions::ConvAlgo::kAuto)
+      pick.note = " [" + names[allowed.index[0]] + ": forced]";
     return pick;
   }
   if (!search) {  // the fixed rule

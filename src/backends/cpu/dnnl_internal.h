@@ -103,6 +103,8 @@ class DnnlKernel : public StepKernel {
   memory bind_input(int i, const memory::desc& md);
   memory bind_output(int i, const memory::desc& md);
   memory temp(const memory::desc& md);
+  // Where temp m lies in a run's scratch (for an after-step that reads it).
+  size_t temp_offset(const memory& m) const { return static_cast<size_t>(slots_[slot_of(m)].index); }
   memory own(const memory::desc& md);
   // Adds a primitive (made with user_scratchpad()) with its arguments, in execution order.
   void add_step(const dnnl::primitive& p, const std::unordered_map<int, memory>& args);
@@ -206,8 +208,12 @@ std::unique_ptr<DnnlKernel> concat_create(const StepRequest& req);
 // Resize (dnnl_resize.cpp: our own loop, not oneDNN's resampling): takes the int64 sizes input.
 Support resize_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> resize_create(const StepRequest& req);
-// int8 (dnnl_qconv.cpp): takes int8/uint8/int32 values, not float32.
+// int8 (dnnl_qconv.cpp): takes int8/uint8/int32 values, not float32. Where oneDNN's int8 convolution
+// is not exact (no VNNI: it halves the weights against int16 saturation), QConv runs as an fp32
+// convolution of the same integers, exact while every partial sum stays below 2^24.
 Support qconv_query(const StepRequest& req);
+bool int8_conv_exact();  // oneDNN's int8 convs give exact sums here (VNNI)
+bool has_winograd();     // oneDNN has Winograd convs here (oneDNN 2.6: AVX-512 only)
 std::unique_ptr<DnnlKernel> qconv_create(const StepRequest& req);
 // Conversion of an int8/uint8 4-D value between plain (NCHW) and NHWC; null for anything else.
 std::unique_ptr<StepKernel> int8_convert(const ConvertRequest& req);

@@ -3,7 +3,8 @@
 // padding so that the output matches the reference's infer(); cases whose semantics differ
 // (count_include_pad over that extra padding, windows wholly outside the input, the Indices
 // output) are declined. Mixed layouts compute in one layout with a reorder. Max pools keep NaN
-// (nan_fixup).
+// (nan_fixup). int8 / uint8 max pools (what quantize_qdq leaves of DQ -> MaxPool -> Q) run in
+// NHWC, a layout of the int8 convs.
 #include <cmath>
 #include <limits>
 
@@ -17,6 +18,8 @@ struct PoolPlan {
   Dims x, y;  // 4-D (1-D pools get H = 1)
   Dims kernel, strides, dilates, pad_l, pad_r;
   dnnl::algorithm alg = dnnl::algorithm::pooling_max;
+  bool byte = false;  // int8 / uint8 max pool (NHWC): DQ -> MaxPool -> Q folded
+  dnnl::memory::data_type bt = dnnl::memory::data_type::s8;
 };
 
 bool plan_pool(const StepRequest& req, PoolPlan& p) {
@@ -29,6 +32,14 @@ bool plan_pool(const StepRequest& req, PoolPlan& p) {
   const int k = rank - 2;
   const bool global = gpool != nullptr;
   const bool is_max = global ? gpool->is_max() : pool->is_max();
+  // Values fully known; float32, or int8 / uint8 for a 2-D windowed max pool.
+  for (const ValueInfo* v : {req.inputs[0], req.outputs[0]})
+    if (!v || !v->shape.fully_known()) return false;
+  const DataType dt = req.inputs[0]->dtype;
+  p.byte = dt == DataType::kInt8 || dt == DataType::kUInt8;
+  p.bt = dt == DataType::kUInt8 ? dnnl::memory::data_type::u8 : dnnl::memory::data_type::s8;
+  if ((dt != DataType::kFloat32 && !(p.byte && is_max && !global && rank == 4)) || req.outputs[0]->dtype != dt)
+    return false;
   std::vector<int64_t> kernel, strides, dil, pads;
   bool count_include_pad = false;
   if (global) {
@@ -128,6 +139,11 @@ Support pool_query(const StepRequest& req) {
     return Support::no("a pool oneDNN does not take (Indices output, ceil-mode padding counted, rank)");
   Support s;
   s.ok = true;
+  if (p.byte) {  // NHWC, the int8 convs' layout: oneDNN's int8 pooling is NHWC only (NCHW is its reference)
+    s.input_formats = {format_bit(Format::kNhwc)};
+    s.output_formats = {format_bit(Format::kNhwc)};
+    return s;
+  }
   s.input_formats = blocked_slots(req.inputs, {0});
   s.output_formats = blocked_slots(req.outputs, {0});
   return s;
@@ -139,21 +155,26 @@ std::unique_ptr<DnnlKernel> pool_create(const StepRequest& req) {
   if (!plan_pool(req, p)) return nullptr;
   const bool four = req.inputs[0]->shape.rank() == 4;
   const Format ls = four ? req.in_format(0) : Format::kPlain, ld = four ? req.out_format(0) : Format::kPlain;
+  auto md = [&](const Dims& d, Format f) {
+    return p.byte ? memory::desc(d, p.bt, f == Format::kNhwc ? memory::format_tag::nhwc : memory::format_tag::nchw)
+                  : md_of(d, f);
+  };
   auto make_pd = [&](Format sl, Format dl) {
-    pooling_v2_forward::desc d(prop_kind::forward_inference, p.alg, md_of(p.x, sl), md_of(p.y, dl), p.strides, p.kernel,
+    pooling_v2_forward::desc d(prop_kind::forward_inference, p.alg, md(p.x, sl), md(p.y, dl), p.strides, p.kernel,
                                p.dilates, p.pad_l, p.pad_r);
     return pooling_v2_forward::primitive_desc(d, user_scratchpad(), engine());
   };
-  auto [cs, cd] = four ? pick_formats(ls, ld, [&](Format a, Format b) { return make_pd(a, b).impl_info_str(); })
-                       : std::pair<Format, Format>{ls, ld};
+  auto [cs, cd] = four && !p.byte
+                      ? pick_formats(ls, ld, [&](Format a, Format b) { return make_pd(a, b).impl_info_str(); })
+                      : std::pair<Format, Format>{ls, ld};
   const pooling_v2_forward::primitive_desc pd = make_pd(cs, cd);
   auto k = std::make_unique<DnnlKernel>("dnnl pool");
   k->set_impl(pd.impl_info_str() + std::string(cs != ls || cd != ld ? " (via reorders)" : ""));
-  memory src = input_as(*k, 0, md_of(p.x, ls), pd.src_desc());
-  OutputAs out = output_as(*k, 0, md_of(p.y, ld), pd.dst_desc());
+  memory src = input_as(*k, 0, md(p.x, ls), pd.src_desc());
+  OutputAs out = output_as(*k, 0, md(p.y, ld), pd.dst_desc());
   k->add_step(pooling_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out.compute}});
   out.finish(*k);
-  if (p.alg == algorithm::pooling_max) k->set_after(nan_fixup(p, ls, ld));
+  if (p.alg == algorithm::pooling_max && !p.byte) k->set_after(nan_fixup(p, ls, ld));
   return k;
 }
 

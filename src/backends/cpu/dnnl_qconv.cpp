@@ -3,8 +3,14 @@
 // the residual as a sum post-op (scale z_scale/y_scale, zero point z_zp) into the s8/u8 destination,
 // the activation as an eltwise post-op (ReLU commutes with the positive 1/y_scale), and the output
 // zero point. oneDNN picks the layout (nhwc or blocked, VNNI where the CPU has it); the plain NCHW
-// tensors the planner gives are reordered in and out around the convolution.
+// tensors the planner gives are reordered in and out around the convolution. Without VNNI (where
+// oneDNN's int8 convs are not exact) an exact fp32 path stands in (qconv_create_f32).
+#include <algorithm>
+#include <cstdlib>
+
 #include "backends/cpu/dnnl_internal.h"
+#include "ops/activation.h"
+#include "ops/quant.h"
 #include "ops/quant_conv.h"
 
 namespace infera::cpu {
@@ -75,12 +81,159 @@ memory::desc int8_md(const Dims& d, memory::data_type t, Format f) {
   return memory::desc(d, t, f == Format::kNhwc ? memory::format_tag::nhwc : memory::format_tag::nchw);
 }
 
+// The fp32 path's exactness: every partial sum of (x - x_zp) * w is an integer of magnitude at most
+// max|x - x_zp| * sum|w[m]| (over the part of output channel m's filter that one convolution
+// sums); below 2^24 each is a float, whatever the order of summation, fused or not. A filter past
+// that is split over its input channels into the fewest equal chunks that each stay below (ResNet's
+// 3x3 convs of 512 channels need 2), each its own fp32 convolution; their sums add in int32.
+// Returns the chunk boundaries, or none when no split would do (a grouped conv past the bound).
+std::vector<int64_t> f32_chunks(const StepRequest& req, const QConvParams& q, int64_t group) {
+  const Tensor& w = *req.inputs[1]->value;  // OIHW int8, constant
+  const int64_t M = w.dims()[0], C = w.dims()[1], RS = w.dims()[2] * w.dims()[3];
+  const bool u8 = req.inputs[0]->dtype == DataType::kUInt8;
+  const int64_t lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
+  const int64_t amax = std::max(std::abs(lo - q.x_zero_point), std::abs(hi - q.x_zero_point));
+  const int8_t* wd = w.data_as<int8_t>();
+  for (int64_t g = 1; g <= (group == 1 ? C : 1); ++g) {
+    std::vector<int64_t> bounds;
+    for (int64_t j = 0; j <= g; ++j) bounds.push_back(C * j / g);
+    bool ok = true;
+    for (int64_t m = 0; m < M && ok; ++m)
+      for (int64_t j = 0; j < g && ok; ++j) {
+        int64_t sum = 0;
+        for (int64_t k = bounds[j] * RS; k < bounds[j + 1] * RS; ++k) sum += std::abs(int64_t{wd[m * C * RS + k]});
+        ok = amax * sum < (int64_t{1} << 24);
+      }
+    if (ok) return bounds;
+  }
+  return {};
+}
+
+// QConv without VNNI: per input-channel chunk, (x - x_zp) to fp32 (reorder + linear) and oneDNN's
+// fp32 direct convolution with the int8 weights as floats (no bias); then the reference's own
+// requantization (quant_conv.cpp, in double, element for element) from the exact integer sums
+// into the int8 output, residual and activation included: bit-exact with the reference.
+std::unique_ptr<DnnlKernel> qconv_create_f32(const StepRequest& req, const QConvPlan& p, const QConvParams& q,
+                                             const std::vector<int64_t>& chunks) {
+  using namespace dnnl;
+  const memory::data_type f32 = memory::data_type::f32;
+  const Format fx = req.in_format(0), fy = req.out_format(0);
+  const Format fz = p.has_z ? req.in_format(3) : fy;
+  auto tag = [](Format f) { return f == Format::kNhwc ? memory::format_tag::nhwc : memory::format_tag::nchw; };
+  auto k = std::make_unique<DnnlKernel>("dnnl int8 conv as fp32 (exact; no VNNI)");
+  const memory::desc x_md = int8_md(p.x, p.xt, fx), yf_md(p.y, f32, tag(fy));
+  const Tensor& wt = *req.inputs[1]->value;
+  const int64_t C = wt.dims()[1], RS = wt.dims()[2] * wt.dims()[3], M = wt.dims()[0];
+  std::vector<size_t> acc_offs;
+  std::string impl;
+  for (size_t j = 0; j + 1 < chunks.size(); ++j) {
+    const int64_t c0 = chunks[j], cn = chunks[j + 1] - c0;
+    // A grouped conv is one chunk (f32_chunks): the whole x and the goihw weights.
+    const Dims xd{p.x[0], p.group == 1 ? cn : p.x[1], p.x[2], p.x[3]};
+    Dims wd = p.w;
+    if (p.group == 1) wd[1] = cn;
+    const memory::desc xs_md = chunks.size() > 2 ? x_md.submemory_desc(xd, {0, c0, 0, 0}) : x_md;
+    const memory::desc xf_md(xd, f32, tag(fx));
+    const memory::desc any_x(xd, f32, memory::format_tag::any), any_y(p.y, f32, memory::format_tag::any),
+        any_w(wd, f32, memory::format_tag::any);
+    convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, any_x, any_w, any_y,
+                                p.strides, p.dilates, p.pad_l, p.pad_r);
+    convolution_forward::primitive_desc pd(d, user_scratchpad(), engine());
+    impl = pd.impl_info_str();
+    // x -> fp32, minus its zero point (padding is then 0 = no term, as the reference skips padded taps).
+    memory x = k->bind_input(0, xs_md), xf = k->temp(xf_md);
+    k->add_step(reorder(reorder::primitive_desc(engine(), xs_md, engine(), xf_md, user_scratchpad())),
+                {{DNNL_ARG_FROM, x}, {DNNL_ARG_TO, xf}});
+    if (q.x_zero_point != 0) {
+      eltwise_forward::desc ed(prop_kind::forward_inference, algorithm::eltwise_linear, xf_md, 1.f,
+                               -static_cast<float>(q.x_zero_point));
+      eltwise_forward::primitive_desc epd(ed, user_scratchpad(), engine());
+      k->add_step(eltwise_forward(epd), {{DNNL_ARG_SRC, xf}, {DNNL_ARG_DST, xf}});
+    }
+    memory src = xf;
+    if (pd.src_desc() != xf_md) {
+      src = k->temp(pd.src_desc());
+      k->add_step(reorder(reorder::primitive_desc(engine(), xf_md, engine(), pd.src_desc(), user_scratchpad())),
+                  {{DNNL_ARG_FROM, xf}, {DNNL_ARG_TO, src}});
+    }
+    // This chunk's weights [M][cn][R][S] as floats (exact: small integers).
+    const int64_t cw = p.group == 1 ? cn : C;
+    std::vector<float> wf(static_cast<size_t>(M * cw * RS));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t i = 0; i < cw * RS; ++i) wf[m * cw * RS + i] = wt.data_as<int8_t>()[m * C * RS + c0 * RS + i];
+    const memory::format_tag wtag = p.group > 1 ? memory::format_tag::goihw : memory::format_tag::oihw;
+    memory w_user(memory::desc(wd, f32, wtag), engine(), wf.data());
+    const memory w = reorder_owned(*k, w_user, pd.weights_desc());
+    memory acc = k->temp(pd.dst_desc());
+    k->add_step(convolution_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, acc}});
+    memory accy = acc;  // the sums in Y's layout
+    if (pd.dst_desc() != yf_md) {
+      accy = k->temp(yf_md);
+      k->add_step(reorder(reorder::primitive_desc(engine(), pd.dst_desc(), engine(), yf_md, user_scratchpad())),
+                  {{DNNL_ARG_FROM, acc}, {DNNL_ARG_TO, accy}});
+    }
+    acc_offs.push_back(k->temp_offset(accy));
+  }
+  const size_t nchunk = acc_offs.size();
+  k->set_impl(impl + (nchunk > 1 ? " x" + std::to_string(nchunk) + " channel chunks" : ""));
+  std::vector<int32_t> bias;
+  if (p.has_bias) {
+    const Tensor& b = *req.inputs[2]->value;
+    bias.assign(b.data_as<int32_t>(), b.data_as<int32_t>() + b.numel());
+  }
+  const Dims yd = p.y;
+  const bool y_nhwc = fy == Format::kNhwc, z_nhwc = fz == Format::kNhwc;
+  const DataType yt = req.outputs[0]->dtype, zt = p.has_z ? req.inputs[3]->dtype : yt;
+  k->set_after([q, bias, yd, y_nhwc, z_nhwc, yt, zt, acc_offs, has_z = p.has_z](ComputeContext& ctx) {
+    const char* scratch = static_cast<const char*>(ctx.res.scratch);
+    const int64_t N = yd[0], M = yd[1], HW = yd[2] * yd[3], total = N * M * HW;
+    const void* z = has_z ? ctx.in(3).data : nullptr;
+    void* y = ctx.out(0).data;
+    const int64_t lo = quant_min(yt), hi = quant_max(yt);
+    const double inv_y = 1.0 / q.y_scale;
+#pragma omp parallel for num_threads(std::max(1, ctx.num_threads)) schedule(static)
+    for (int64_t i = 0; i < total; ++i) {
+      // i in Y's layout: NHWC (n, hw, m) or NCHW (n, m, hw).
+      const int64_t m = y_nhwc ? i % M : (i / HW) % M;
+      const double ws = q.w_scales.size() == 1 ? q.w_scales[0] : q.w_scales[m];
+      int32_t s = 0;
+      for (size_t j = 0; j < acc_offs.size(); ++j)
+        s += static_cast<int32_t>(reinterpret_cast<const float*>(scratch + acc_offs[j])[i]);
+      double v = (static_cast<double>(s) + (bias.empty() ? 0 : bias[m])) * (double(q.x_scale) * ws);
+      if (z) {
+        int64_t zi = i;
+        if (z_nhwc != y_nhwc) {
+          const int64_t n = i / (HW * M);
+          const int64_t hw = y_nhwc ? (i / M) % HW : i % HW;
+          zi = z_nhwc ? (n * HW + hw) * M + m : (n * M + m) * HW + hw;
+        }
+        v += static_cast<double>(int_at(zt, z, zi) - q.z_zero_point) * q.z_scale;
+      }
+      v = activation_ref(q.act, v);
+      int_store(yt, y, i, quant_round_clamp(v * inv_y + static_cast<double>(q.y_zero_point), lo, hi));
+    }
+  });
+  return k;
+}
+
 }  // namespace
+
+// Whether oneDNN's int8 convolution gives the exact integer sums here: with VNNI (vpdpbusd) it
+// does; without (AVX2, AVX-512 before Cascade Lake) it halves the weights so that vpmaddubsw's
+// int16 pairs cannot saturate, and one in two odd weights then loses its last bit.
+bool int8_conv_exact() {
+  using i = dnnl::cpu_isa;
+  const i isa = dnnl::get_effective_cpu_isa();
+  return isa == i::avx2_vnni || isa == i::avx512_core_vnni || isa == i::avx512_core_bf16 || isa == i::avx512_core_amx;
+}
 
 Support qconv_query(const StepRequest& req) {
   QConvPlan p;
   if (!plan_qconv(req, p))
     return Support::no("an int8 conv oneDNN does not take (rank, non-constant W, pads, residual dtype, activation)");
+  if (!int8_conv_exact() && f32_chunks(req, dynamic_cast<const QConvOp*>(req.op)->params(), p.group).empty())
+    return Support::no(
+        "without VNNI the int8 conv runs as exact fp32 ones, but this grouped filter's sums may pass 2^24");
   Support s;
   s.ok = true;
   const FormatSet both = kPlainOnly | format_bit(Format::kNhwc);
@@ -97,6 +250,10 @@ std::unique_ptr<DnnlKernel> qconv_create(const StepRequest& req) {
   QConvPlan p;
   if (!plan_qconv(req, p)) return nullptr;
   const QConvParams& q = dynamic_cast<const QConvOp*>(req.op)->params();
+  if (!int8_conv_exact()) {
+    const std::vector<int64_t> chunks = f32_chunks(req, q, p.group);
+    return chunks.empty() ? nullptr : qconv_create_f32(req, p, q, chunks);
+  }
   const int64_t M = p.y[1];
   std::vector<float> scales(q.w_scales.size());
   for (size_t m = 0; m < scales.size(); ++m)

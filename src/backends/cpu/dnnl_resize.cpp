@@ -232,8 +232,11 @@ Support resize_query(const StepRequest& req) {
   if (!why.empty()) return Support::no("a Resize this kernel does not take: " + why);
   Support s;
   s.ok = true;
-  s.input_formats = blocked_slots(req.inputs, {0});
-  s.output_formats = blocked_slots(req.outputs, {0});
+  // The loops know 16-channel blocks (AVX-512's nChw16c); where the blocked format is nChw8c
+  // (AVX2) Resize takes plain only and the planner reorders around it.
+  const bool b16 = format_channel_block(dnnl_blocked_format()) == 16;
+  s.input_formats = b16 ? blocked_slots(req.inputs, {0}) : std::vector<FormatSet>(req.inputs.size(), kPlainOnly);
+  s.output_formats = b16 ? blocked_slots(req.outputs, {0}) : std::vector<FormatSet>(req.outputs.size(), kPlainOnly);
   return s;
 }
 

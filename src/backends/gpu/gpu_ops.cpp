@@ -36,7 +36,13 @@ bool plan_pool(const GpuConfig& c, const StepRequest& req, PoolPlan& p) {
   const Dims x = req.in_dims(0), y = req.out_dims(0);
   if (x.size() != 4 || y.size() != 4) return false;
   gpu::PoolShape& s = p.shape;
-  s.dtype = c.dtype();
+  // float32 (held as the device's float storage), or int8 / uint8 for a windowed max pool: max
+  // commutes with the monotone (De)QuantizeLinear, so DQ -> MaxPool -> Q with one scale is this.
+  const DataType dt = req.inputs[0]->dtype;
+  const bool byte = dt == DataType::kInt8 || dt == DataType::kUInt8;
+  if ((dt != DataType::kFloat32 && !(byte && pool && pool->is_max())) || req.outputs[0]->dtype != dt) return false;
+  s.dtype = byte ? gpu::DType::kS8 : c.dtype();
+  s.uint8 = dt == DataType::kUInt8;
   s.n = static_cast<int>(x[0]), s.c = static_cast<int>(x[1]), s.h = static_cast<int>(x[2]),
   s.w = static_cast<int>(x[3]);
   if (gpool) {
@@ -63,8 +69,8 @@ bool plan_pool(const GpuConfig& c, const StepRequest& req, PoolPlan& p) {
 class PoolKernel : public GpuKernel {
  public:
   PoolKernel(const GpuConfig& c, PoolPlan p)
-      : GpuKernel(c, std::string(p.global ? "global " : "") + (p.shape.kind == gpu::PoolKind::kMax ? "max" : "avg") +
-                         "_pool_nhwc"),
+      : GpuKernel(c, std::string(p.global ? "global " : "") + (p.shape.dtype == gpu::DType::kS8 ? "s8_" : "") +
+                         (p.shape.kind == gpu::PoolKind::kMax ? "max" : "avg") + "_pool_nhwc"),
         p_(p) {}
   Status run(ComputeContext& ctx) const override {
     const gpu::PoolShape& s = p_.shape;
@@ -83,7 +89,10 @@ class PoolKernel : public GpuKernel {
 
 Support pool_query(const GpuConfig& c, const StepRequest& req) {
   PoolPlan p;
-  if (!plan_pool(c, req, p)) return Support::no("a pool the GPU kernels do not take (rank, Indices output)");
+  if (!plan_pool(c, req, p))
+    return Support::no("a pool the GPU kernels do not take (rank, Indices output, int8 other than max)");
+  if (p.shape.dtype == gpu::DType::kS8)
+    return support_all(req, {format_bit(Format::kNhwc)}, {format_bit(Format::kNhwc)});
   const FormatSet act = format_bit(c.act_format(4));
   // A global pool's [N,C,1,1] output has the same bytes in NHWC and plain.
   return support_all(req, {act}, {p.global ? act | format_bit(c.plain_format()) : act});
@@ -616,9 +625,9 @@ Result<std::unique_ptr<StepKernel>> reshape_create(const GpuConfig& c, const Ste
 }  // namespace
 
 const Family* ops_family(const StepRequest& req) {
-  static const Family pool{pool_query, pool_create}, bn{bn_query, bn_create}, pw{pointwise_query, pointwise_create},
-      cat{concat_query, concat_create}, sm{softmax_query, softmax_create}, rs{reshape_query, reshape_create},
-      qdq{qdq_query, qdq_create, true};
+  static const Family pool{pool_query, pool_create, true}, bn{bn_query, bn_create},
+      pw{pointwise_query, pointwise_create}, cat{concat_query, concat_create}, sm{softmax_query, softmax_create},
+      rs{reshape_query, reshape_create}, qdq{qdq_query, qdq_create, true};
   const OpKernel* op = req.op;
   if (dynamic_cast<const PoolOp*>(op) || dynamic_cast<const GlobalPoolOp*>(op)) return &pool;
   if (dynamic_cast<const BatchNormOp*>(op)) return &bn;

@@ -216,6 +216,7 @@ struct PoolShape {
   int dil_h = 1, dil_w = 1;
   bool ceil_mode = false;
   bool count_include_pad = false;  // avg: pads count toward the divisor (the part beyond them never does)
+  bool uint8 = false;              // kS8 storage: uint8 rather than int8 (max only)
   int p() const;                   // ONNX output size, ceil mode with PyTorch's last-window rule
   int q() const;
 };

@@ -39,6 +39,10 @@ INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_wgmma_128x128, kQConv, kS8, "2 warp
 INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_wgmma_128x256, kQConv, kS8, "2 warpgroups, k-tile 128, cp.async")
 INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_wgmma_256x128, kQConv, kS8, "4 warpgroups, k-tile 128, cp.async")
 INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_wgmma_64x128, kQConv, kS8, "1 warpgroup, k-tile 128, cp.async")
+INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_wgmma_128x128_s2, kQConv, kS8,
+                  "2 warpgroups, k-tile 128, 2 stages, 2 blocks/SM")
+INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_wgmma_64x128_s2, kQConv, kS8,
+                  "1 warpgroup, k-tile 128, 2 stages, 4 blocks/SM")
 // QuantizeLinear / DequantizeLinear per tensor (the float side fp32 or fp16).
 INFERA_GPU_KERNEL(s8_quantize_linear, kQuant, kS8, "float -> int8/uint8, round half even, saturate")
 INFERA_GPU_KERNEL(s8_dequantize_linear, kQuant, kS8, "int8/uint8 -> float")
@@ -53,6 +57,7 @@ INFERA_GPU_KERNEL(f32_gemm_simt, kGemm, kF32, "any transposes")
 // Pooling.
 INFERA_GPU_KERNEL(f16_pool_nhwc, kPool, kF16, "max / avg, pads, dilation, ceil mode")
 INFERA_GPU_KERNEL(f32_pool_nhwc, kPool, kF32, "max / avg, pads, dilation, ceil mode")
+INFERA_GPU_KERNEL(s8_max_pool_nhwc, kPool, kS8, "int8 / uint8 max, pads, dilation, ceil mode")
 INFERA_GPU_KERNEL(f16_global_pool_nhwc, kGlobalPool, kF16, "global max / avg")
 INFERA_GPU_KERNEL(f32_global_pool_nhwc, kGlobalPool, kF32, "global max / avg")
 

@@ -1,7 +1,8 @@
 // Max / average pooling in NHWC (pads, dilation, ceil mode, count_include_pad) and global
 // max / average pooling. One thread per output pixel and vector of channels (16 bytes) for the
 // windowed pool; global pooling splits H*W over 8 thread rows per block and reduces in shared memory.
-// Max propagates NaN; windows with no input element give 0.
+// Max propagates NaN; windows with no input element give 0 (int8 max: the type's lowest, as the
+// reference).
 #include "backends/gpu/kernels.h"
 #include "backends/gpu/kernels/elem.h"
 #include "backends/gpu/kernels/launch_util.h"
@@ -60,6 +61,72 @@ __global__ void __launch_bounds__(256) pool_kernel(const PoolParams p) {
     }
     store_vec<T, VEC>(y + pix * p.y_ps + c0, acc);
   }
+}
+
+// int8 / uint8 max pool: VEC channels per thread (16 = one 16-byte load per tap), bytes compared as
+// integers. A window with no input element gives the type's lowest value, as the reference.
+template <class T, int VEC>
+__global__ void __launch_bounds__(256) s8_max_pool_kernel(const PoolParams p) {
+  const int cv = p.c / VEC;
+  const int64_t total = static_cast<int64_t>(p.n) * p.p * p.q * cv;
+  const T* x = static_cast<const T*>(p.x);
+  T* y = static_cast<T*>(p.y);
+  constexpr int kLowest = static_cast<T>(-1) < 0 ? -128 : 0;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int c0 = static_cast<int>(idx % cv) * VEC;
+    const int64_t pix = idx / cv;
+    const int qq = static_cast<int>(pix % p.q);
+    const int64_t t = pix / p.q;
+    const int pp = static_cast<int>(t % p.p), img = static_cast<int>(t / p.p);
+    int acc[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) acc[j] = kLowest;
+    for (int r = 0; r < p.r; ++r) {
+      const int ih = pp * p.sh - p.pt + r * p.dh;
+      if (unsigned(ih) >= unsigned(p.h)) continue;
+      for (int s = 0; s < p.s; ++s) {
+        const int iw = qq * p.sw - p.pl + s * p.dw;
+        if (unsigned(iw) >= unsigned(p.w)) continue;
+        const T* src = x + ((static_cast<int64_t>(img) * p.h + ih) * p.w + iw) * p.x_ps + c0;
+        if constexpr (VEC == 16) {
+          const uint4 u = *reinterpret_cast<const uint4*>(src);
+          const unsigned wd[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+          for (int j = 0; j < 16; ++j) {
+            const unsigned b = (wd[j / 4] >> (8 * (j % 4))) & 0xffu;
+            const int v = static_cast<T>(-1) < 0 ? static_cast<int>(static_cast<int8_t>(b)) : static_cast<int>(b);
+            acc[j] = v > acc[j] ? v : acc[j];
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) acc[j] = static_cast<int>(src[j]) > acc[j] ? static_cast<int>(src[j]) : acc[j];
+        }
+      }
+    }
+    T* dst = y + pix * p.y_ps + c0;
+    if constexpr (VEC == 16) {
+      unsigned wd[4] = {0, 0, 0, 0};
+#pragma unroll
+      for (int j = 0; j < 16; ++j) wd[j / 4] |= (static_cast<unsigned>(acc[j]) & 0xffu) << (8 * (j % 4));
+      *reinterpret_cast<uint4*>(dst) = make_uint4(wd[0], wd[1], wd[2], wd[3]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) dst[j] = static_cast<T>(acc[j]);
+    }
+  }
+}
+
+template <class T>
+Status run_s8_max_pool(const PoolParams& p, gpuStream_t stream) {
+  const bool vec = p.c % 16 == 0 && p.x_ps % 16 == 0 && p.y_ps % 16 == 0 && aligned16(p.x) && aligned16(p.y);
+  const int64_t pixels = static_cast<int64_t>(p.n) * p.p * p.q;
+  if (vec)
+    s8_max_pool_kernel<T, 16><<<grid_for(pixels * (p.c / 16), 256), 256, 0, stream>>>(p);
+  else
+    s8_max_pool_kernel<T, 1><<<grid_for(pixels * p.c, 256), 256, 0, stream>>>(p);
+  GPU_LAUNCH_CHECK();
+  return {};
 }
 
 // blockDim (32, 8): x = channel, y = slice of H*W; grid (ceil(C / 32), N).
@@ -132,6 +199,10 @@ Status pool(const PoolShape& s, InNhwc x, OutNhwc y, gpuStream_t stream) {
   if (p.x_ps < x.c_offset + s.c || p.y_ps < y.c_offset + s.c) return {"pool: pixel stride smaller than offset + C"};
   p.is_max = s.kind == PoolKind::kMax;
   p.include_pad = s.count_include_pad;
+  if (s.dtype == DType::kS8) {
+    if (!p.is_max) return {"pool: int8 storage is for max pooling only"};
+    return s.uint8 ? run_s8_max_pool<uint8_t>(p, stream) : run_s8_max_pool<int8_t>(p, stream);
+  }
   return s.dtype == DType::kF16 ? run_pool<uint16_t>(p, stream) : run_pool<float>(p, stream);
 }
 

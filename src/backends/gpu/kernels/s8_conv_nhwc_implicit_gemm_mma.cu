@@ -73,6 +73,8 @@ __global__ void __launch_bounds__(NT) igemm_s8_kernel(const IgemmParams p, const
   constexpr int kPitch = BN + kIgemmSmemPad;
   constexpr int kSlab = slab_rows(BM, BN, STAGES * (BM + BN) * kTileK * 2);
   constexpr int kVecsPerRow = BN / 8;
+  static_assert(NT % kVecsPerRow == 0, "an epilogue thread must keep its 8 channels");
+  const QChan8 ch = load_chan8(q, p.kn, n0 + (tid % kVecsPerRow) * 8);
   for (int lo = 0; lo < BM; lo += kSlab) {
     if (lo) __syncthreads();
     mma.store(ctile, kPitch, wm * L::kWM, wn * L::kWN, lo, kSlab, lane);
@@ -84,7 +86,7 @@ __global__ void __launch_bounds__(NT) igemm_s8_kernel(const IgemmParams p, const
       const int4* src = reinterpret_cast<const int4*>(ctile + row * kPitch + c8 * 8);
       const int4 a = src[0], b = src[1];
       const int acc[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-      requant_store8(q, p.kn, m, nn, acc);
+      requant_store8(q, ch, p.kn, m, nn, acc);
     }
   }
 }
@@ -167,11 +169,13 @@ std::vector<Candidate> qconv_candidates(const QConvShape& s, const DeviceInfo& d
   if (dev.wgmma && vec) {
     const bool huge = ceil_div(m, 128) * ceil_div(s.k, 256) >= dev.sm_count;
     const KernelId wg_big[] = {
-        KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x256, KernelId::s8_conv_nhwc_implicit_gemm_wgmma_256x128,
-        KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x128, KernelId::s8_conv_nhwc_implicit_gemm_wgmma_64x128};
+        KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x256,    KernelId::s8_conv_nhwc_implicit_gemm_wgmma_256x128,
+        KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x128_s2, KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x128,
+        KernelId::s8_conv_nhwc_implicit_gemm_wgmma_64x128_s2,  KernelId::s8_conv_nhwc_implicit_gemm_wgmma_64x128};
     const KernelId wg_small[] = {
-        KernelId::s8_conv_nhwc_implicit_gemm_wgmma_64x128, KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x128,
-        KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x256, KernelId::s8_conv_nhwc_implicit_gemm_wgmma_256x128};
+        KernelId::s8_conv_nhwc_implicit_gemm_wgmma_64x128_s2,  KernelId::s8_conv_nhwc_implicit_gemm_wgmma_64x128,
+        KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x128_s2, KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x128,
+        KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x256,    KernelId::s8_conv_nhwc_implicit_gemm_wgmma_256x128};
     for (const KernelId id : huge ? wg_big : wg_small) {
       const size_t smem = s8_wgmma_smem_bytes(id);
       if (dev.smem_optin > 0 && smem > static_cast<size_t>(dev.smem_optin)) continue;

@@ -17,19 +17,21 @@ namespace infera::gpu {
 namespace {
 
 constexpr int kBK = arch::kWgmmaTileK;  // in halves: 128 int8
-constexpr int kStages = 4;
 
 struct Swz128 {
   __device__ static int at(int row, int chunk) { return arch::swz128(row, chunk); }
 };
 
-template <int WG, int NB>
-constexpr int smem_bytes() {
-  return kStages * (64 * WG + 128 * NB) * kBK * 2 + 1024;  // + alignment slack for 1024-byte atoms
+constexpr size_t smem_bytes(int wg, int nb, int stages) {
+  return static_cast<size_t>(stages) * (64 * wg + 128 * nb) * kBK * 2 + 1024;  // + slack for 1024-byte atoms
 }
 
-template <int WG, int NB, int MODE>
-__global__ void __launch_bounds__(WG * 128, 1) igemm_s8_wgmma_kernel(const IgemmParams p, const QEpi q) {
+// STAGES k-tiles in flight; MINB blocks per multiprocessor (the 2-stage variants: while one block
+// requantizes its tile, another loads: the layers of one to four k-tiles, ResNet's 1x1s, are
+// epilogue- and latency-bound, not MMA-bound).
+template <int WG, int NB, int STAGES, int MINB, int MODE>
+__global__ void __launch_bounds__(WG * 128, MINB) igemm_s8_wgmma_kernel(const IgemmParams p, const QEpi q) {
+  constexpr int kStages = STAGES;
   constexpr int BM = 64 * WG, BN = 128 * NB, NT = WG * 128;
   constexpr int kA = BM * kBK, kB = BN * kBK;  // halves per stage
   extern __shared__ uint4 s8_wgmma_smem_raw[];
@@ -95,6 +97,8 @@ __global__ void __launch_bounds__(WG * 128, 1) igemm_s8_wgmma_kernel(const Igemm
   constexpr int kPitch = BN + kIgemmSmemPad;
   constexpr int kSlab = slab_rows(BM, BN, kStages * (BM + BN) * kBK * 2);
   constexpr int kVecsPerRow = BN / 8;
+  static_assert(NT % kVecsPerRow == 0, "an epilogue thread must keep its 8 channels");
+  const QChan8 ch = load_chan8(q, p.kn, n0 + (tid % kVecsPerRow) * 8);
   for (int lo = 0; lo < BM; lo += kSlab) {
     if (lo) __syncthreads();
 #pragma unroll
@@ -116,17 +120,17 @@ __global__ void __launch_bounds__(WG * 128, 1) igemm_s8_wgmma_kernel(const Igemm
       const int4* src = reinterpret_cast<const int4*>(ctile + row * kPitch + c8 * 8);
       const int4 a = src[0], b = src[1];
       const int acc[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-      requant_store8(q, p.kn, m, nn, acc);
+      requant_store8(q, ch, p.kn, m, nn, acc);
     }
   }
 }
 
-template <int WG, int NB>
+template <int WG, int NB, int STAGES = 4, int MINB = 1>
 Status launch(const IgemmParams& p, const QEpi& q, IgemmMode mode, gpuStream_t stream) {
-  constexpr int kSmem = smem_bytes<WG, NB>();
+  constexpr int kSmem = static_cast<int>(smem_bytes(WG, NB, STAGES));
   static std::atomic<uint64_t> done_1x1{0}, done_vec{0};
-  auto* k1 = igemm_s8_wgmma_kernel<WG, NB, kIgemmVec1x1>;
-  auto* kv = igemm_s8_wgmma_kernel<WG, NB, kIgemmVec>;
+  auto* k1 = igemm_s8_wgmma_kernel<WG, NB, STAGES, MINB, kIgemmVec1x1>;
+  auto* kv = igemm_s8_wgmma_kernel<WG, NB, STAGES, MINB, kIgemmVec>;
   const bool one = mode == kIgemmVec1x1;
   Status st = ensure_dynamic_smem(reinterpret_cast<const void*>(one ? k1 : kv), kSmem, one ? done_1x1 : done_vec);
   if (!st.ok()) return st;
@@ -143,13 +147,15 @@ Status launch(const IgemmParams& p, const QEpi& q, IgemmMode mode, gpuStream_t s
 
 struct Variant {
   KernelId id;
-  int wg, nb;
+  int wg, nb, stages;
 };
 constexpr Variant kVariants[] = {
-    {KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x128, 2, 1},
-    {KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x256, 2, 2},
-    {KernelId::s8_conv_nhwc_implicit_gemm_wgmma_256x128, 4, 1},
-    {KernelId::s8_conv_nhwc_implicit_gemm_wgmma_64x128, 1, 1},
+    {KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x128, 2, 1, 4},
+    {KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x256, 2, 2, 4},
+    {KernelId::s8_conv_nhwc_implicit_gemm_wgmma_256x128, 4, 1, 4},
+    {KernelId::s8_conv_nhwc_implicit_gemm_wgmma_64x128, 1, 1, 4},
+    {KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x128_s2, 2, 1, 2},
+    {KernelId::s8_conv_nhwc_implicit_gemm_wgmma_64x128_s2, 1, 1, 2},
 };
 
 }  // namespace
@@ -162,7 +168,7 @@ bool s8_wgmma_is_variant(KernelId id) {
 
 size_t s8_wgmma_smem_bytes(KernelId id) {
   for (const Variant& v : kVariants)
-    if (v.id == id) return static_cast<size_t>(kStages) * (64 * v.wg + 128 * v.nb) * kBK * 2 + 1024;
+    if (v.id == id) return smem_bytes(v.wg, v.nb, v.stages);
   return 0;
 }
 
@@ -178,6 +184,8 @@ Status s8_wgmma_run(KernelId id, IgemmParams p, const QEpi& q, gpuStream_t strea
       case KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x256: return launch<2, 2>(p, q, mode, stream);
       case KernelId::s8_conv_nhwc_implicit_gemm_wgmma_256x128: return launch<4, 1>(p, q, mode, stream);
       case KernelId::s8_conv_nhwc_implicit_gemm_wgmma_64x128: return launch<1, 1>(p, q, mode, stream);
+      case KernelId::s8_conv_nhwc_implicit_gemm_wgmma_128x128_s2: return launch<2, 1, 2, 2>(p, q, mode, stream);
+      case KernelId::s8_conv_nhwc_implicit_gemm_wgmma_64x128_s2: return launch<1, 1, 2, 4>(p, q, mode, stream);
       default: break;
     }
   }

@@ -29,6 +29,18 @@ struct QEpi {
   int y_u8 = 0, z_u8 = 0, vec_out = 0;
   int act = kActIdentity;
   double alpha = 0, beta = 0;
+  // The float forms of the scalars that requant_fast reads (make_qepi rounds them once, on the host:
+  // the same values the device would get from the same double products).
+  float zs_f = 0, alpha_f = 0, alpha_gain = 1, clip_lo_f = 0, clip_hi_f = 0, y_zp_f = 0, lo_f = -128, hi_f = 127;
+};
+
+// The per-channel parameters of 8 consecutive channels nn.. in registers: an epilogue thread
+// requantizes the same 8 channels for every row it visits (its vector index modulo the row's), so
+// they are read once per tile instead of once per element.
+struct QChan8 {
+  float sy[8];  // scale[n] * inv_y, rounded to float
+  float fb[8];  // bias[n] as float
+  int xzw[8];   // x_zp * wsum[n] (int32 wrap-around, as the reference's sums)
 };
 
 // Products and sums rounded one at a time: no fused multiply-add, as on the host reference.
@@ -117,7 +129,27 @@ inline QEpi make_qepi(const QConvShape& s, const QConvTensors& t) {
   q.act = static_cast<int>(s.act.kind);
   q.alpha = static_cast<double>(s.act.alpha);
   q.beta = static_cast<double>(s.act.beta);
+  q.zs_f = static_cast<float>(q.z_scale * q.inv_y);
+  q.alpha_f = static_cast<float>(q.alpha);
+  q.alpha_gain = std::fmax(1.f, std::fabs(q.alpha_f));
+  q.clip_lo_f = static_cast<float>(q.alpha * q.inv_y);
+  q.clip_hi_f = static_cast<float>(q.beta * q.inv_y);
+  q.y_zp_f = static_cast<float>(q.y_zp);
+  q.lo_f = static_cast<float>(q.lo);
+  q.hi_f = static_cast<float>(q.hi);
   return q;
+}
+
+__device__ inline QChan8 load_chan8(const QEpi& q, int kn, int nn) {
+  QChan8 c;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int n = nn + j < kn ? nn + j : kn - 1;  // lanes past kn are never stored
+    c.sy[j] = static_cast<float>(q.scale[n] * q.inv_y);
+    c.fb[j] = q.bias ? static_cast<float>(q.bias[n]) : 0.f;
+    c.xzw[j] = q.wsum ? q.x_zp * q.wsum[n] : 0;
+  }
+  return c;
 }
 
 // The same result from float arithmetic where it is provably the same: u = the requantized value
@@ -125,14 +157,11 @@ inline QEpi make_qepi(const QConvShape& s, const QConvTensors& t) {
 // magnitudes summed (e), far inside the 2e-6 * (e + |r| + 1) band kept around each rounding
 // boundary (x.5). Inside the band the double path of the reference decides: bit-exact either
 // way, float speed nearly always (the band holds ~1e-5 of the values at |r| ~ 100).
-__device__ inline int requant_fast(const QEpi& q, int acc, int n, int zv, int m) {
-  int a = acc;
-  if (q.wsum) a -= q.x_zp * q.wsum[n];
-  const float sy = static_cast<float>(q.scale[n] * q.inv_y);
-  float u = (static_cast<float>(a) + (q.bias ? static_cast<float>(q.bias[n]) : 0.f)) * sy;
+__device__ inline int requant_fast(const QEpi& q, const QChan8& c, int j, int acc, int n, int zv, int m) {
+  float u = (static_cast<float>(acc - c.xzw[j]) + c.fb[j]) * c.sy[j];
   float e = fabsf(u);
   if (q.z) {
-    const float t = static_cast<float>(zv - q.z_zp) * static_cast<float>(q.z_scale * q.inv_y);
+    const float t = static_cast<float>(zv - q.z_zp) * q.zs_f;
     u += t;
     e += fabsf(t);
   }
@@ -140,32 +169,30 @@ __device__ inline int requant_fast(const QEpi& q, int acc, int n, int zv, int m)
     case kActRelu: u = u < 0.f ? 0.f : u; break;
     case kActLeakyRelu:
       if (u < 0.f) {
-        const float al = static_cast<float>(q.alpha);
-        u *= al;
-        e *= fmaxf(1.f, fabsf(al));
+        u *= q.alpha_f;
+        e *= q.alpha_gain;
       }
       break;
-    case kActClip: {
-      const float lo = static_cast<float>(q.alpha * q.inv_y), hi = static_cast<float>(q.beta * q.inv_y);
-      u = u < lo ? lo : u;
-      u = u > hi ? hi : u;
-      e = fmaxf(e, fmaxf(fabsf(lo), fabsf(hi)));
+    case kActClip:
+      u = u < q.clip_lo_f ? q.clip_lo_f : u;
+      u = u > q.clip_hi_f ? q.clip_hi_f : u;
+      e = fmaxf(e, fmaxf(fabsf(q.clip_lo_f), fabsf(q.clip_hi_f)));
       break;
-    }
     default: break;
   }
-  const float r = u + static_cast<float>(q.y_zp);
-  if (r > static_cast<float>(q.hi) + 1.f) return q.hi;  // saturates either way
-  if (r < static_cast<float>(q.lo) - 1.f) return q.lo;
+  const float r = u + q.y_zp_f;
+  const float ri = rintf(r);
+  // |r - ri| near 0.5: a rounding boundary, where the reference's double decides. Past hi + 1 or
+  // below lo - 1 both saturate alike.
   const float band = 2e-6f * (e + fabsf(r) + 1.f);
-  if (fabsf(r - floorf(r) - 0.5f) <= band) return requant(q, acc, n, m);
-  const int v = static_cast<int>(rintf(r));
+  if (fabsf(r - ri) >= 0.5f - band && r <= q.hi_f + 1.f && r >= q.lo_f - 1.f) return requant(q, acc, n, m);
+  const int v = static_cast<int>(ri);
   return v < q.lo ? q.lo : v > q.hi ? q.hi : v;
 }
 
 // Requantizes 8 consecutive channels nn.. of output pixel m and stores them (one 8-byte store
 // when aligned and whole); the residual's 8 bytes come in one load likewise.
-__device__ inline void requant_store8(const QEpi& q, int kn, int m, int nn, const int* acc) {
+__device__ inline void requant_store8(const QEpi& q, const QChan8& c, int kn, int m, int nn, const int* acc) {
   const int nvalid = kn - nn < 8 ? kn - nn : 8;
   int zv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   if (q.z) {
@@ -188,12 +215,12 @@ __device__ inline void requant_store8(const QEpi& q, int kn, int m, int nn, cons
     unsigned w[2] = {0, 0};
 #pragma unroll
     for (int j = 0; j < 8; ++j)
-      w[j / 4] |= (unsigned(requant_fast(q, acc[j], nn + j, zv[j], m)) & 0xffu) << (8 * (j % 4));
+      w[j / 4] |= (unsigned(requant_fast(q, c, j, acc[j], nn + j, zv[j], m)) & 0xffu) << (8 * (j % 4));
     *reinterpret_cast<uint2*>(y) = make_uint2(w[0], w[1]);
   } else {
 #pragma unroll
     for (int j = 0; j < 8; ++j)
-      if (j < nvalid) y[j] = static_cast<int8_t>(requant_fast(q, acc[j], nn + j, zv[j], m));
+      if (j < nvalid) y[j] = static_cast<int8_t>(requant_fast(q, c, j, acc[j], nn + j, zv[j], m));
   }
 }
 
