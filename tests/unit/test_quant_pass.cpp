@@ -107,6 +107,14 @@ Result<Tensor> evaluate(Graph& g, const Tensor& x) {
   return vals[g.outputs[0]];
 }
 
+// quantize_qdq, then the dead nodes it leaves removed.
+Status quantize_pass(Graph& g) {
+  std::vector<std::unique_ptr<Pass>> p;
+  p.push_back(make_quantize_qdq());
+  p.push_back(make_eliminate_dead_nodes());
+  return run_passes(g, p, nullptr);
+}
+
 int count(const Graph& g, const std::string& op) {
   int k = 0;
   for (const Node& n : g.nodes) k += !n.dead && n.op_type == op;
@@ -120,10 +128,7 @@ TEST(QuantPass, QdqConvReluResidualBecomeQConvs) {
   Tensor x = random_tensor({2, 8, 6, 6}, 9, -2.f, 2.f);
   auto before = evaluate(g, x);
   ASSERT_TRUE(before.is_ok()) << before.message();
-  std::vector<std::unique_ptr<Pass>> p;
-  p.push_back(make_quantize_qdq());
-  p.push_back(make_eliminate_dead_nodes());
-  ASSERT_TRUE(run_passes(g, p, nullptr).is_ok());
+  ASSERT_TRUE(quantize_pass(g).is_ok());
   EXPECT_EQ(count(g, "QConv"), 2);
   EXPECT_EQ(count(g, "Conv"), 0);
   EXPECT_EQ(count(g, "Add"), 0);
@@ -180,10 +185,7 @@ TEST(QuantPass, MaxPoolBetweenEqualQdqRunsOnInt8) {
       Tensor x = random_tensor({2, 5, 7, 7}, 11, -5.f, 5.f);  // saturates both ends too
       auto before = evaluate(g, x);
       ASSERT_TRUE(before.is_ok()) << before.message();
-      std::vector<std::unique_ptr<Pass>> p;
-      p.push_back(make_quantize_qdq());
-      p.push_back(make_eliminate_dead_nodes());
-      ASSERT_TRUE(run_passes(g, p, nullptr).is_ok());
+      ASSERT_TRUE(quantize_pass(g).is_ok());
       const bool same = ys == 0.03f;  // only equal parameters fold
       EXPECT_EQ(count(g, "QuantizeLinear"), same ? 1 : 2);
       EXPECT_EQ(count(g, "DequantizeLinear"), same ? 1 : 2);

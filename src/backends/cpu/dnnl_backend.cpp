@@ -346,14 +346,18 @@ namespace {
 struct Family {
   Support (*query)(const StepRequest&);
   std::unique_ptr<DnnlKernel> (*create)(const StepRequest&);
+  // Takes values other than float32 (QConv and pools: int8; Resize: its int64 sizes); its query
+  // checks the dtypes. Every other family is float32 only.
+  bool any_dtype = false;
 };
 
 // The family of a step, from its typed op (a few math ops have no typed attributes).
 const Family* family_of(const StepRequest& req) {
   static const Family conv{conv_query, conv_create}, deconv{deconv_query, deconv_create}, gemm{gemm_query, gemm_create},
-      mm{matmul_query, matmul_create}, pool{pool_query, pool_create}, bn{bn_query, bn_create},
+      mm{matmul_query, matmul_create}, pool{pool_query, pool_create, true}, bn{bn_query, bn_create},
       elt{eltwise_query, eltwise_create}, bin{binary_query, binary_create}, sm{softmax_query, softmax_create},
-      cat{concat_query, concat_create}, qconv{qconv_query, qconv_create}, resize{resize_query, resize_create};
+      cat{concat_query, concat_create}, qconv{qconv_query, qconv_create, true},
+      resize{resize_query, resize_create, true};
   const OpKernel* op = req.op;
   if (dynamic_cast<const QConvOp*>(op)) return &qconv;
   if (dynamic_cast<const ConvOp*>(op)) return &conv;
@@ -401,10 +405,7 @@ class DnnlBackend : public Backend {
     if (!req.node || !req.op) return Support::no("no node");
     const Family* f = family_of(req);
     if (!f) return Support::no("oneDNN has no kernel for this op");
-    // QConv takes int8 values, Resize its int64 sizes, pools int8 for max (the queries check).
-    if (!all_float32(req) && !dynamic_cast<const QConvOp*>(req.op) && f->query != resize_query &&
-        f->query != pool_query)
-      return Support::no("float32 only");
+    if (!f->any_dtype && !all_float32(req)) return Support::no("float32 only");
     try {
       Support s = f->query(req);
       if (!s.ok) {

@@ -52,6 +52,11 @@ memory::format_tag plain_tag(int rank);  // a, ab, abc, abcd, ... (undef for ran
 memory::desc plain_md(const Dims& dims);
 // float32 descriptor of dims in format f (blocked formats only apply to 4-D).
 memory::desc md_of(const Dims& dims, Format f);
+// A 4-D descriptor of type t in plain (NCHW) or channels-last (kNhwc) order: the int8 values' layouts
+// (and the fp32 ones of the exact int8 path).
+memory::desc nchw_or_nhwc_md(const Dims& d, memory::data_type t, Format f);
+// s8 / u8 for int8 / uint8, undef for any other type.
+memory::data_type int8_type(DataType d);
 inline bool is_blocked(Format f) { return f == Format::kNChw8c || f == Format::kNChw16c; }
 // Every primitive gets a user-managed scratchpad (the run context's scratch memory): oneDNN's
 // library-managed one is per thread and sized where a primitive was made, which broke runs

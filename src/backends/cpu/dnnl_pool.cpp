@@ -19,7 +19,7 @@ struct PoolPlan {
   Dims kernel, strides, dilates, pad_l, pad_r;
   dnnl::algorithm alg = dnnl::algorithm::pooling_max;
   bool byte = false;  // int8 / uint8 max pool (NHWC): DQ -> MaxPool -> Q folded
-  dnnl::memory::data_type bt = dnnl::memory::data_type::s8;
+  dnnl::memory::data_type bt = dnnl::memory::data_type::undef;
 };
 
 bool plan_pool(const StepRequest& req, PoolPlan& p) {
@@ -36,8 +36,8 @@ bool plan_pool(const StepRequest& req, PoolPlan& p) {
   for (const ValueInfo* v : {req.inputs[0], req.outputs[0]})
     if (!v || !v->shape.fully_known()) return false;
   const DataType dt = req.inputs[0]->dtype;
-  p.byte = dt == DataType::kInt8 || dt == DataType::kUInt8;
-  p.bt = dt == DataType::kUInt8 ? dnnl::memory::data_type::u8 : dnnl::memory::data_type::s8;
+  p.bt = int8_type(dt);
+  p.byte = p.bt != dnnl::memory::data_type::undef;
   if ((dt != DataType::kFloat32 && !(p.byte && is_max && !global && rank == 4)) || req.outputs[0]->dtype != dt)
     return false;
   std::vector<int64_t> kernel, strides, dil, pads;
@@ -155,10 +155,7 @@ std::unique_ptr<DnnlKernel> pool_create(const StepRequest& req) {
   if (!plan_pool(req, p)) return nullptr;
   const bool four = req.inputs[0]->shape.rank() == 4;
   const Format ls = four ? req.in_format(0) : Format::kPlain, ld = four ? req.out_format(0) : Format::kPlain;
-  auto md = [&](const Dims& d, Format f) {
-    return p.byte ? memory::desc(d, p.bt, f == Format::kNhwc ? memory::format_tag::nhwc : memory::format_tag::nchw)
-                  : md_of(d, f);
-  };
+  auto md = [&](const Dims& d, Format f) { return p.byte ? nchw_or_nhwc_md(d, p.bt, f) : md_of(d, f); };
   auto make_pd = [&](Format sl, Format dl) {
     pooling_v2_forward::desc d(prop_kind::forward_inference, p.alg, md(p.x, sl), md(p.y, dl), p.strides, p.kernel,
                                p.dilates, p.pad_l, p.pad_r);

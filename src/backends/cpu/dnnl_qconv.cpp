@@ -16,12 +16,6 @@
 namespace infera::cpu {
 namespace {
 
-memory::data_type dt_of(DataType d) {
-  return d == DataType::kUInt8  ? memory::data_type::u8
-         : d == DataType::kInt8 ? memory::data_type::s8
-                                : memory::data_type::undef;
-}
-
 struct QConvPlan {
   Dims x, w, y;
   Dims strides, dilates, pad_l, pad_r;
@@ -59,8 +53,8 @@ bool plan_qconv(const StepRequest& req, QConvPlan& p) {
   } else {
     p.w = w;
   }
-  p.xt = dt_of(req.inputs[0]->dtype);
-  p.yt = dt_of(req.outputs[0]->dtype);
+  p.xt = int8_type(req.inputs[0]->dtype);
+  p.yt = int8_type(req.outputs[0]->dtype);
   if (p.xt == memory::data_type::undef || p.yt == memory::data_type::undef) return false;
   if (req.inputs[1]->dtype != DataType::kInt8) return false;
   p.has_bias = req.has_in(2);
@@ -73,12 +67,6 @@ bool plan_qconv(const StepRequest& req, QConvPlan& p) {
   }
   if (!eltwise_chain(op->params().act, p.act)) return false;
   return true;
-}
-
-// int8 activations in the planner's format: plain (NCHW) or channels-last, the layout oneDNN's int8
-// kernels compute in, so a chain of QConvs runs without reorders between them.
-memory::desc int8_md(const Dims& d, memory::data_type t, Format f) {
-  return memory::desc(d, t, f == Format::kNhwc ? memory::format_tag::nhwc : memory::format_tag::nchw);
 }
 
 // The fp32 path's exactness: every partial sum of (x - x_zp) * w is an integer of magnitude at most
@@ -119,9 +107,8 @@ std::unique_ptr<DnnlKernel> qconv_create_f32(const StepRequest& req, const QConv
   const memory::data_type f32 = memory::data_type::f32;
   const Format fx = req.in_format(0), fy = req.out_format(0);
   const Format fz = p.has_z ? req.in_format(3) : fy;
-  auto tag = [](Format f) { return f == Format::kNhwc ? memory::format_tag::nhwc : memory::format_tag::nchw; };
   auto k = std::make_unique<DnnlKernel>("dnnl int8 conv as fp32 (exact; no VNNI)");
-  const memory::desc x_md = int8_md(p.x, p.xt, fx), yf_md(p.y, f32, tag(fy));
+  const memory::desc x_md = nchw_or_nhwc_md(p.x, p.xt, fx), yf_md = nchw_or_nhwc_md(p.y, f32, fy);
   const Tensor& wt = *req.inputs[1]->value;
   const int64_t C = wt.dims()[1], RS = wt.dims()[2] * wt.dims()[3], M = wt.dims()[0];
   std::vector<size_t> acc_offs;
@@ -133,7 +120,7 @@ std::unique_ptr<DnnlKernel> qconv_create_f32(const StepRequest& req, const QConv
     Dims wd = p.w;
     if (p.group == 1) wd[1] = cn;
     const memory::desc xs_md = chunks.size() > 2 ? x_md.submemory_desc(xd, {0, c0, 0, 0}) : x_md;
-    const memory::desc xf_md(xd, f32, tag(fx));
+    const memory::desc xf_md = nchw_or_nhwc_md(xd, f32, fx);
     const memory::desc any_x(xd, f32, memory::format_tag::any), any_y(p.y, f32, memory::format_tag::any),
         any_w(wd, f32, memory::format_tag::any);
     convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, any_x, any_w, any_y,
@@ -218,6 +205,18 @@ std::unique_ptr<DnnlKernel> qconv_create_f32(const StepRequest& req, const QConv
 
 }  // namespace
 
+// int8 activations in the planner's format: plain (NCHW) or channels-last, the layout oneDNN's int8
+// kernels compute in, so a chain of QConvs runs without reorders between them.
+memory::desc nchw_or_nhwc_md(const Dims& d, memory::data_type t, Format f) {
+  return memory::desc(d, t, f == Format::kNhwc ? memory::format_tag::nhwc : memory::format_tag::nchw);
+}
+
+memory::data_type int8_type(DataType d) {
+  return d == DataType::kUInt8  ? memory::data_type::u8
+         : d == DataType::kInt8 ? memory::data_type::s8
+                                : memory::data_type::undef;
+}
+
 // Whether oneDNN's int8 convolution gives the exact integer sums here: with VNNI (vpdpbusd) it
 // does; without (AVX2, AVX-512 before Cascade Lake) it halves the weights so that vpmaddubsw's
 // int16 pairs cannot saturate, and one in two odd weights then loses its last bit.
@@ -275,7 +274,8 @@ std::unique_ptr<DnnlKernel> qconv_create(const StepRequest& req) {
   convolution_forward::primitive_desc pd(d, user_scratchpad(attr), engine());
 
   auto k = std::make_unique<DnnlKernel>("dnnl int8 conv");
-  const memory::desc x_md = int8_md(p.x, p.xt, req.in_format(0)), y_md = int8_md(p.y, p.yt, req.out_format(0));
+  const memory::desc x_md = nchw_or_nhwc_md(p.x, p.xt, req.in_format(0)),
+                     y_md = nchw_or_nhwc_md(p.y, p.yt, req.out_format(0));
   const bool via = pd.src_desc() != x_md || pd.dst_desc() != y_md;
   k->set_impl(pd.impl_info_str() + std::string(via ? " (via reorders)" : ""));
   const memory::format_tag wtag = p.group > 1 ? memory::format_tag::goihw : memory::format_tag::oihw;
@@ -297,7 +297,7 @@ std::unique_ptr<DnnlKernel> qconv_create(const StepRequest& req) {
   // The residual: in place when the planner gave Y Z's buffer and no reorder stands between;
   // else copied into the destination the convolution sums into.
   if (p.has_z && !(out.compute.get() == out.bound.get() && req.alias_of(0) == 3)) {
-    const memory::desc z_md = int8_md(p.y, p.zt, req.in_format(3));
+    const memory::desc z_md = nchw_or_nhwc_md(p.y, p.zt, req.in_format(3));
     memory z = k->bind_input(3, z_md);
     k->add_step(
         dnnl::reorder(reorder::primitive_desc(engine(), z_md, engine(), out.compute.get_desc(), user_scratchpad())),
@@ -314,10 +314,11 @@ std::unique_ptr<StepKernel> int8_convert(const ConvertRequest& req) {
       !req.value->shape.fully_known() || !ok(req.from) || !ok(req.to) || req.from == req.to)
     return nullptr;
   const Dims d = req.value->shape.concrete();
-  const memory::data_type t = dt_of(req.value->dtype);
+  const memory::data_type t = int8_type(req.value->dtype);
   try {
     auto k = std::make_unique<DnnlKernel>("dnnl int8 reorder");
-    memory src = k->bind_input(0, int8_md(d, t, req.from)), dst = k->bind_output(0, int8_md(d, t, req.to));
+    memory src = k->bind_input(0, nchw_or_nhwc_md(d, t, req.from)),
+           dst = k->bind_output(0, nchw_or_nhwc_md(d, t, req.to));
     dnnl::reorder::primitive_desc pd(engine(), src.get_desc(), engine(), dst.get_desc(), user_scratchpad());
     k->set_impl(pd.impl_info_str());
     k->add_step(dnnl::reorder(pd), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
