@@ -1,16 +1,16 @@
 #!/bin/bash
 # The test suites under AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer on): builds the
-# whole tree with -DINFERA_SANITIZE=address,undefined into its own folder (default build-asan, ccache
-# when installed), then runs unit, conformance, badinput and hostile through scripts/test_all.sh on
+# library, the unit tests and the CLI (what the suites run) with -DINFERA_SANITIZE=address,undefined
+# at -O1 -g1 into its own folder (default build-asan, ccache when installed), then runs unit, conformance, badinput and hostile through scripts/test_all.sh on
 # that build. Any sanitizer report stops the process that made it, so it counts as a failure; the
 # logs are also searched for reports (a report in a child process whose exit code was ignored).
 # Last line: `N passed, M failed`. Exit 0 iff the build worked and nothing failed.
 #
 # The build has the fault hooks compiled in (-DINFERA_FAULT_INJECTION=ON): the unit suite's Faults
 # tests then fail every allocation / launch / write in turn under ASan (leaks on error paths count).
-# --tsan instead: ThreadSanitizer build (default folder build-tsan) of the unit tests only, running
-# the concurrency tests (one session from 8 threads, 8 sessions at once, a session destroyed
-# mid-run); libgomp is not TSan-instrumented: its races are suppressed (scripts/tsan.supp).
+# --tsan instead: ThreadSanitizer build (default folder build-tsan) of the library and the
+# concurrency tests only (infera_tsan_tests: test_concurrency.cpp + test_faults.cpp), running them
+# (one session from 8 threads, 8 sessions at once, a session destroyed mid-run); libgomp is not TSan-instrumented: its races are suppressed (scripts/tsan.supp).
 #
 # Usage: bash scripts/test_sanitizers.sh [--tsan] [--no-build] [--only SUITE,...] [--jobs N]
 #   suites: unit conformance badinput hostile   (default: all four; models are left out: 20+ min)
@@ -34,10 +34,10 @@ t0=$(date +%s)
 if [ "$tsan" = 1 ]; then
   export BUILD_DIR=${BUILD_DIR:-build-tsan}
   if [ "$build" = 1 ]; then
-    echo "=== build ($BUILD_DIR): -DINFERA_SANITIZE=thread, -O1 -g, the unit tests only"
-    if ! { cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g" \
+    echo "=== build ($BUILD_DIR): -DINFERA_SANITIZE=thread, -O1 -g1, the concurrency tests only"
+    if ! { cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" \
              -DINFERA_SANITIZE=thread >"$BUILD_DIR.log" 2>&1 \
-           && cmake --build "$BUILD_DIR" -j"$jobs" --target infera_unit_tests >>"$BUILD_DIR.log" 2>&1; }; then
+           && cmake --build "$BUILD_DIR" -j"$jobs" --target infera_tsan_tests >>"$BUILD_DIR.log" 2>&1; }; then
       grep -E 'error|Error' "$BUILD_DIR.log" | head -n 30
       echo "test_sanitizers.sh: build failed (log: $BUILD_DIR.log)"
       echo "0 passed, 1 failed"
@@ -48,7 +48,7 @@ if [ "$tsan" = 1 ]; then
   mkdir -p "$BUILD_DIR/test-logs"
   log=$BUILD_DIR/test-logs/tsan.log
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp}
-  "$BUILD_DIR/infera_unit_tests" --gtest_filter='Concurrency.*:Faults.SessionDestroyed*:Faults.EightSessions*' \
+  "$BUILD_DIR/infera_tsan_tests" --gtest_filter='Concurrency.*:Faults.SessionDestroyed*:Faults.EightSessions*' \
     2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   passed=$(grep -c '^\[       OK \]' "$log") failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$log")
@@ -65,11 +65,12 @@ fi
 export BUILD_DIR=${BUILD_DIR:-build-asan}
 
 if [ "$build" = 1 ]; then
-  echo "=== build ($BUILD_DIR): -DINFERA_SANITIZE=address,undefined, -O1 -g, assertions on, fault hooks"
-  # -O1 keeps the suites fast enough; no NDEBUG, so Result misuse traps too.
-  if ! { cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g" \
+  echo "=== build ($BUILD_DIR): -DINFERA_SANITIZE=address,undefined, -O1 -g1, assertions on, fault hooks"
+  # -O1 keeps the suites fast enough; no NDEBUG, so Result misuse traps too. -g1: line tables, all
+  # that a report's stack needs. Only what the suites run: the unit tests and the CLI.
+  if ! { cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" \
            -DINFERA_SANITIZE=address,undefined -DINFERA_FAULT_INJECTION=ON >"$BUILD_DIR.log" 2>&1 \
-         && cmake --build "$BUILD_DIR" -j"$jobs" >>"$BUILD_DIR.log" 2>&1; }; then
+         && cmake --build "$BUILD_DIR" -j"$jobs" --target infera_unit_tests infera_cli >>"$BUILD_DIR.log" 2>&1; }; then
     grep -E 'error|Error' "$BUILD_DIR.log" | head -n 30
     echo "test_sanitizers.sh: build failed (log: $BUILD_DIR.log)"
     echo "0 passed, 1 failed"

@@ -4,6 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build-cuda}
+# The test suite's compile check configures build-cuda for sm_80 only, which an H200 cannot run.
+arch=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null)
+if [ -n "$arch" ] && [[ "$arch" != *90* ]]; then
+  echo "stage.sh: $build is built for CUDA architectures '$arch' (no sm_90): reconfigure it with" \
+       "-DCMAKE_CUDA_ARCHITECTURES='80-real;90-real;90-virtual' and rebuild" >&2
+  exit 1
+fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/lib" .gpu-infera
 cp "$build"/infera "$build"/infera_unit_tests "$build"/session_driver "$tmp/"
