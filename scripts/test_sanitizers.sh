@@ -1,8 +1,9 @@
 #!/bin/bash
 # The test suites under AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer on): builds the
 # library, the unit tests and the CLI (what the suites run) with -DINFERA_SANITIZE=address,undefined
-# at -O1 -g1 into its own folder (default build-asan, ccache when installed), then runs unit, conformance, badinput and hostile through scripts/test_all.sh on
-# that build. Any sanitizer report stops the process that made it, so it counts as a failure; the
+# at -O1 -g1 into its own folder (default build-asan, ccache when installed), then runs unit,
+# conformance, badinput and hostile through scripts/test_all.sh on that build. Any sanitizer
+# report stops the process that made it, so it counts as a failure; the
 # logs are also searched for reports (a report in a child process whose exit code was ignored).
 # Last line: `N passed, M failed`. Exit 0 iff the build worked and nothing failed.
 #
@@ -10,7 +11,8 @@
 # tests then fail every allocation / launch / write in turn under ASan (leaks on error paths count).
 # --tsan instead: ThreadSanitizer build (default folder build-tsan) of the library and the
 # concurrency tests only (infera_tsan_tests: test_concurrency.cpp + test_faults.cpp), running them
-# (one session from 8 threads, 8 sessions at once, a session destroyed mid-run); libgomp is not TSan-instrumented: its races are suppressed (scripts/tsan.supp).
+# (one session from 8 threads, 8 sessions at once, a session destroyed mid-run); libgomp is not
+# TSan-instrumented: its races are suppressed (scripts/tsan.supp).
 #
 # Usage: bash scripts/test_sanitizers.sh [--tsan] [--no-build] [--only SUITE,...] [--jobs N]
 #   suites: unit conformance badinput hostile   (default: all four; models are left out: 20+ min)
@@ -25,7 +27,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift ;;
     --only) only="$2"; shift 2 ;;
     --jobs|-j) jobs="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test_sanitizers.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
