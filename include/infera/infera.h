@@ -347,6 +347,9 @@ struct PlanReport {
   double flops = 0;                                        // multiply-adds x2 of Conv/Gemm/MatMul for these shapes
   size_t perf_db_found = 0;                                // algorithm choices read from the performance database
   size_t perf_db_timed = 0;                                // choices made by timing candidates (then stored)
+  // Weights in a backend's format (reordered, Winograd-transformed): found in the session's
+  // (converted by another plan of the session, or loaded from a saved plan) / converted by this plan.
+  size_t weights_reused = 0, weights_converted = 0;
   // Memory on the session's device for one run: weights + arena + scratch (what the budget bounds).
   size_t peak_bytes = 0;
   // When the batch runs in chunks (SessionOptions::memory_budget_bytes): the batch of one chunk

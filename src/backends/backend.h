@@ -18,7 +18,8 @@
 
 namespace infera {
 
-class PerfDb;  // algorithm choices kept between builds (the tuning work fills it; may be null)
+class PerfDb;         // algorithm choices kept between builds (the tuning work fills it; may be null)
+class PackedWeights;  // converted weights shared by a session's plans (backends/packed_weights.h)
 
 // One step as a backend sees it: the node with its typed op, concrete shapes and, for create(),
 // the formats the planner chose for every input and output.
@@ -48,6 +49,9 @@ struct StepRequest {
   int num_threads = 1;
   int verbose = 0;
   PerfDb* perf_db = nullptr;
+  // The session's packed weights (backends/packed_weights.h): weights converted into the
+  // backend's format are looked up here before converting and published after (null: none).
+  PackedWeights* packed = nullptr;
 
   bool has_in(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
   bool has_out(size_t i) const { return i < outputs.size() && outputs[i] != nullptr; }

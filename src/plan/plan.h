@@ -88,7 +88,8 @@ struct PlanOptions {
   SessionOptions::GraphMode graph_mode = SessionOptions::GraphMode::kAuto;
   int verbose = 0;
   PerfDb* perf_db = nullptr;
-  limits::Limits limits;  // the session's (lowered) limits: inferred shapes are checked against them
+  PackedWeights* packed = nullptr;  // the session's (StepRequest::packed)
+  limits::Limits limits;            // the session's (lowered) limits: inferred shapes are checked against them
 };
 
 // Makes a plan. input_dims[i] is the concrete shape of g.inputs[i]; every live node has its

@@ -223,6 +223,7 @@ StepRequest Planner::request(size_t s, bool with_formats) const {
   r.num_threads = o_.num_threads;
   r.verbose = o_.verbose;
   r.perf_db = o_.perf_db;
+  r.packed = o_.packed;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     const int v = n.inputs[i];
     r.inputs.push_back(v >= 0 ? &infos_[v] : nullptr);

@@ -1,5 +1,5 @@
 // The saved plan file (docs/saved_plans.md): the 32-byte prefix, the checksum, and the sections
-// HEAD, SUMM, GRPH, PERF, SHAP. Encoding here; the session side (save, refuse, load) is in
+// HEAD, SUMM, GRPH, PERF, SHAP, PACK. Encoding here; the session side (save, refuse, load) is in
 // saved_plan_session.cpp.
 #include "runtime/saved_plan.h"
 
@@ -25,7 +25,7 @@ constexpr uint32_t fourcc(const char (&s)[5]) {
          uint32_t(uint8_t(s[3])) << 24;
 }
 constexpr uint32_t kHead = fourcc("HEAD"), kSumm = fourcc("SUMM"), kGrph = fourcc("GRPH"), kPerf = fourcc("PERF"),
-                   kShap = fourcc("SHAP");
+                   kShap = fourcc("SHAP"), kPack = fourcc("PACK");
 
 void section(ByteWriter& w, uint32_t tag, const ByteWriter& body) {
   w.u32(tag);
@@ -176,6 +176,38 @@ void read_shapes(ByteReader& r, const limits::Limits& lim,
   }
 }
 
+void write_packed(ByteWriter& w, const std::vector<PackedWeights::Entry>& packed) {
+  w.u64(packed.size());
+  for (const PackedWeights::Entry& e : packed) {
+    w.str(e.key);
+    w.str(e.layout);
+    w.u64(e.blob->size());
+    w.raw(e.blob->data(), e.blob->size());
+  }
+}
+
+// The bytes are untrusted like the graph's constants; a backend adopts an entry only under its own
+// key, layout and byte count (backends/packed_weights.h).
+void read_packed(ByteReader& r, const limits::Limits& lim, std::vector<PackedWeights::Entry>& out) {
+  const size_t n = r.count(static_cast<uint64_t>(lim.max_nodes) * 16, 24, "packed weights");
+  for (size_t i = 0; i < n && r.ok(); ++i) {
+    PackedWeights::Entry e;
+    e.key = r.str(kMaxName, "packed weights key");
+    e.layout = r.str(kMaxHeaderString, "packed weights layout");
+    const uint64_t bytes = r.u64();
+    const char* p = r.bytes(bytes, "packed weights");
+    if (!p) return;
+    std::shared_ptr<PackedBlob> blob = PackedBlob::make(static_cast<size_t>(bytes));
+    if (!blob) {
+      r.fail("packed weights: out of memory for " + std::to_string(bytes) + " bytes");
+      return;
+    }
+    std::memcpy(blob->data(), p, static_cast<size_t>(bytes));
+    e.blob = std::move(blob);
+    out.push_back(std::move(e));
+  }
+}
+
 }  // namespace
 
 bool is_saved_plan(const std::string& bytes) {
@@ -228,6 +260,9 @@ std::string encode_saved_plan(const SavedPlan& sp) {
   b.out.clear();
   write_shapes(b, sp.shapes);
   section(body, kShap, b);
+  b.out.clear();
+  write_packed(b, sp.packed);
+  section(body, kPack, b);
   ByteWriter w;
   w.raw(kSavedPlanMagic, sizeof kSavedPlanMagic);
   w.u32(kSavedPlanFormat);
@@ -301,6 +336,9 @@ Result<SavedPlan> decode_saved_plan(const std::string& bytes, const limits::Limi
   if (Status st = opened(kShap, "SHAP"); !st.is_ok()) return st;
   read_shapes(s, lim, sp.shapes);
   if (Status st = finish("SHAP"); !st.is_ok()) return st;
+  if (Status st = opened(kPack, "PACK"); !st.is_ok()) return st;
+  read_packed(s, lim, sp.packed);
+  if (Status st = finish("PACK"); !st.is_ok()) return st;
   if (r.left()) return bad("corrupt saved plan: " + std::to_string(r.left()) + " bytes after the last section");
   return sp;
 }

@@ -1,5 +1,6 @@
 // Saved plans (docs/saved_plans.md): Session::save_plan writes the optimized graph, the algorithm
-// choices its plans used and the input shapes to prepare, under a header naming the device, its
+// choices its plans used, the input shapes to prepare and the weights those plans converted into
+// their backends' formats, under a header naming the device, its
 // architecture and the library versions; Session::load recognizes the file by its magic bytes
 // and rebuilds the session without passes or timing, or refuses a plan made elsewhere.
 #pragma once
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/packed_weights.h"
 #include "graph/graph.h"
 #include "infera/infera.h"
 #include "tune/perfdb.h"
@@ -20,7 +22,7 @@ namespace infera {
 class SessionImpl;
 
 inline constexpr char kSavedPlanMagic[8] = {'\x89', 'I', 'P', 'L', 'A', 'N', '\r', '\n'};
-inline constexpr uint32_t kSavedPlanFormat = 1;
+inline constexpr uint32_t kSavedPlanFormat = 2;      // 2: the PACK section
 inline constexpr size_t kSavedPlanPrefixBytes = 32;  // magic, format, reserved, body bytes, checksum
 
 bool is_saved_plan(const std::string& bytes);           // starts with the magic
@@ -48,6 +50,7 @@ struct SavedPlan {
   ModelSummary summary;  // as imported and optimized (node counts, histograms, passes)
   std::vector<PerfEntry> choices;
   std::vector<std::map<std::string, std::vector<int64_t>>> shapes;
+  std::vector<PackedWeights::Entry> packed;  // weights in the backends' formats, as the saved shapes use them
 };
 
 std::string encode_saved_plan(const SavedPlan& sp);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <typeinfo>
@@ -255,6 +256,8 @@ Status Session::save_plan(const std::string& path,
     // Each shape: prepared (checked, cached), then planned again with a database handle that
     // keeps every choice it serves or times: what a load needs to make the same plan untimed.
     std::map<std::string, PerfEntry> used;
+    // The packed weights these shapes' plans use (found in the session's or converted now).
+    auto packed = std::make_shared<PackedWeights>(s.packed);
     for (size_t i = 0; i < input_shapes.size(); ++i) {
       auto rep = prepare(input_shapes[i]);
       if (!rep.is_ok()) return rep.status().prefixed("save_plan: shapes " + std::to_string(i) + ": ");
@@ -270,6 +273,7 @@ Status Session::save_plan(const std::string& path,
       po.limits = s.opts.limits;
       po.graph_mode = s.opts.gpu_graphs;
       po.perf_db = db.get();
+      po.packed = packed.get();
       auto p = make_plan(s.graph, dims, po);
       if (!p.is_ok()) return p.status().prefixed("save_plan: shapes " + std::to_string(i) + ": ");
       (void)db->flush();  // what this build timed (perf_db "none": nothing) joins the file as in prepare()
@@ -280,6 +284,7 @@ Status Session::save_plan(const std::string& path,
     sp.graph = s.graph;  // nodes share their constants and typed ops with the session's graph
     if (Status st = attributes_for_ops(sp.graph); !st.is_ok()) return st.prefixed("save_plan: ");
     sp.summary = s.summary;
+    sp.packed = packed->entries();
     return write_file_atomic(path, encode_saved_plan(sp));
   });
 }
@@ -311,6 +316,7 @@ Result<std::unique_ptr<Session>> load_saved_plan(const std::string& bytes, const
   Status st = impl->init(std::move(sp.graph), o).or_code(StatusCode::kInvalidModel);
   if (!st.is_ok()) return at(st);
   impl->opts.optimize = optimize;
+  for (PackedWeights::Entry& e : sp.packed) impl->packed->put(e.key, e.layout, std::move(e.blob));
   ModelSummary& m = impl->summary;
   m.node_count_original = sp.summary.node_count_original;
   m.op_histogram = sp.summary.op_histogram;
@@ -329,6 +335,11 @@ Result<std::unique_ptr<Session>> load_saved_plan(const std::string& bytes, const
                                  ", conv algo " + algo(h.conv_algo) + ", winograd " + wino(h.winograd) + ", search " +
                                  search(h.search) + ", backends " + backends_str(h.backends);
   props["infera.plan.choices"] = std::to_string(sp.choices.size());
+  size_t packed_bytes = 0;
+  for (const PackedWeights::Entry& e : impl->packed->entries()) packed_bytes += e.blob->size();
+  char mib[32];
+  std::snprintf(mib, sizeof mib, " (%.1f MiB)", packed_bytes / 1048576.0);
+  props["infera.plan.packed"] = std::to_string(sp.packed.size()) + mib;
   std::string shapes;
   for (auto& s : sp.shapes) shapes += (shapes.empty() ? "" : "; ") + shape_line(s);
   props["infera.plan.shapes"] = shapes;

@@ -256,16 +256,24 @@ Result<std::shared_ptr<PlanEntry>> SessionImpl::entry_for(const Dims& dims) {
     std::unique_ptr<PerfDb> db =
         PerfDb::open(opts.search == SessionOptions::SearchMode::kOff ? "none" : opts.perf_db, ts);
     po.perf_db = db.get();
+    PackedWeights used(packed);  // this build's lookups (the entries are the session's)
+    po.packed = &used;
     Result<std::shared_ptr<const Plan>> p =
         guarded([&]() -> Result<std::shared_ptr<const Plan>> { return make_plan(graph, dims, po); });
     Status saved = db->flush();
-    if (verbose >= 1)
+    if (verbose >= 1) {
       std::fprintf(stderr, "infera: perf db %s: %zu choices found, %zu timed%s%s\n",
                    db->path().empty() ? "(in memory)" : db->path().c_str(), db->found(), db->timed(),
                    saved.is_ok() ? "" : "; not saved: ", saved.is_ok() ? "" : saved.message().c_str());
+      std::fprintf(stderr, "infera: packed weights: %llu reused, %llu converted (the session holds %zu, %.1f MiB)\n",
+                   static_cast<unsigned long long>(used.hits()), static_cast<unsigned long long>(used.misses()),
+                   packed->size(), packed->bytes() / 1048576.0);
+    }
     lock.lock();
     e->perf_found = db->found();
     e->perf_timed = db->timed();
+    e->weights_reused = static_cast<size_t>(used.hits());
+    e->weights_converted = static_cast<size_t>(used.misses());
     e->building = false;
     e->built = true;
     if (p.is_ok())
@@ -464,6 +472,8 @@ Result<PlanReport> Session::prepare(const std::map<std::string, std::vector<int6
     PlanReport r = e.value()->plan->report;
     r.perf_db_found = e.value()->perf_found;
     r.perf_db_timed = e.value()->perf_timed;
+    r.weights_reused = e.value()->weights_reused;
+    r.weights_converted = e.value()->weights_converted;
     r.peak_bytes = c ? impl_->chunk_peak(*e.value()->plan) : impl_->peak_of(*e.value()->plan);
     if (c) {
       r.chunk_batch = c;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/packed_weights.h"
 #include "graph/graph.h"
 #include "infera/infera.h"
 #include "plan/plan.h"
@@ -53,7 +54,8 @@ struct PlanEntry {
   std::vector<std::unique_ptr<RunContext>> free;  // idle run contexts
   size_t contexts = 0;                            // made and alive (idle or running)
   std::atomic<uint64_t> last_used{0};
-  size_t perf_found = 0, perf_timed = 0;  // this plan's algorithm choices (PlanReport::perf_db_*)
+  size_t perf_found = 0, perf_timed = 0;             // this plan's algorithm choices (PlanReport::perf_db_*)
+  size_t weights_reused = 0, weights_converted = 0;  // PlanReport::weights_*
 };
 
 class SessionImpl {
@@ -66,6 +68,10 @@ class SessionImpl {
   std::vector<IoInfo> inputs, outputs;
   ModelSummary summary;
   size_t constant_bytes = 0;
+
+  // Weights the backends converted into their formats, shared by every plan of the session
+  // (and written into saved plans; a loaded plan's come from the file).
+  std::shared_ptr<PackedWeights> packed = std::make_shared<PackedWeights>();
 
   // Arena blocks of every run context (declared before the plans: it outlives their contexts).
   std::shared_ptr<ArenaPool> pool;

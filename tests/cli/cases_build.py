@@ -49,7 +49,8 @@ def with_cpu_isa(plan, isa):
     enc = isa.encode()
     head = head[:start] + struct.pack("<Q", len(enc)) + enc + head[start + size:]
     body = struct.pack("<IQ", tag, len(head)) + head + body[12 + n:]
-    return MAGIC + struct.pack("<IIQQ", 1, 0, len(body), checksum(body)) + body
+    version, = struct.unpack_from("<I", plan, 8)  # kept: the file's own format version
+    return MAGIC + struct.pack("<IIQQ", version, 0, len(body), checksum(body)) + body
 
 
 def add(c):
@@ -78,13 +79,17 @@ def add(c):
         found_min = 1 if c.cpu_winograd() else 0  # no Winograd here: one algorithm, no choice saved
         expect(counts and all(int(f) >= found_min and t == "0" for f, t in counts),
                "loading the plan finds its choices and times nothing: %s" % (counts or err[-400:]))
+        packed = re.findall(r"packed weights: (\d+) reused, (\d+) converted", err)
+        expect(packed and all(int(r) >= 1 and v == "0" for r, v in packed),
+               "loading the plan adopts its weights in oneDNN's format, converts none: %s" % (packed or err[-400:]))
     c.test("run FILE.iplan: the model's bits, nothing timed", run_plan_equals_model)
 
     def info_shows_header():
         rc, out, err = c.sh("info", plan, env=env)
         ok(rc, out, err)
-        for words in ("saved plan   format 1", "  device     cpu", "  arch ", "  libraries  oneDNN",
-                      "  options    precision fp32", "  shapes     x [1,32,14,14]; x [2,32,14,14]", "choices"):
+        for words in ("saved plan   format 2", "  device     cpu", "  arch ", "  libraries  oneDNN",
+                      "  options    precision fp32", "  shapes     x [1,32,14,14]; x [2,32,14,14]", "choices",
+                      "weights in backend formats"):
             expect(words in out, "info of a plan does not say %r:\n%s" % (words, out))
         expect(re.search(r"nodes\s+3 imported, 2 after optimization", out), "imported node count kept: " + out)
     c.test("info FILE.iplan: saved plan and its header", info_shows_header)
@@ -107,15 +112,15 @@ def add(c):
     def corrupt_refused():
         with open(plan, "rb") as f:
             data = bytearray(f.read())
-        flipped, v2, cut = c.path("flipped.iplan"), c.path("v2.iplan"), c.path("cut.iplan")
+        flipped, v3, cut = c.path("flipped.iplan"), c.path("v3.iplan"), c.path("cut.iplan")
         data[len(data) // 2] ^= 1
         with open(flipped, "wb") as f:
             f.write(data)
         one_line_error(*c.sh("run", flipped, env=env), 1, "checksum mismatch")
         data[len(data) // 2] ^= 1
-        with open(v2, "wb") as f:
-            f.write(data[:8] + struct.pack("<I", 2) + data[12:])
-        one_line_error(*c.sh("info", v2, env=env), 1, "saved plan format version 2", "infera build")
+        with open(v3, "wb") as f:
+            f.write(data[:8] + struct.pack("<I", 3) + data[12:])
+        one_line_error(*c.sh("info", v3, env=env), 1, "saved plan format version 3", "infera build")
         with open(cut, "wb") as f:
             f.write(data[:len(data) // 3])
         one_line_error(*c.sh("bench", cut, env=env), 1, "cut.iplan: truncated saved plan")

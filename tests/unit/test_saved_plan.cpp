@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 
+#include "backends/packed_weights.h"
 #include "dnnl_probe.h"
 #include "infera/infera.h"
 #include "ops/activation.h"
@@ -177,6 +178,9 @@ TEST(SavedPlan, RoundTripGivesTheSameBitsAndTimesNothing) {
     auto rep = b.prepare(shape(n));
     ASSERT_TRUE(rep.is_ok()) << rep.message();
     EXPECT_EQ(rep.value().perf_db_timed, 0u) << "batch " << n << ": a loaded plan times nothing";
+    // The saved shapes' weights come in the backends' formats: nothing is reordered at load.
+    EXPECT_EQ(rep.value().weights_converted, 0u) << "batch " << n;
+    EXPECT_GT(rep.value().weights_reused, 0u) << "batch " << n;
     if (test::onednn_has_winograd())  // else the CPU's convs have one algorithm: no choice to save
       EXPECT_GT(rep.value().perf_db_found, 0u) << "batch " << n << ": the CPU's Conv choices come from the plan";
     expect_same_bits(*s.from, b, n);
@@ -201,7 +205,7 @@ TEST(SavedPlan, RoundTripGivesTheSameBitsAndTimesNothing) {
   EXPECT_EQ(b.summary().op_histogram, s.from->summary().op_histogram);
   EXPECT_EQ(b.summary().op_histogram_optimized, s.from->summary().op_histogram_optimized);
   EXPECT_EQ(b.summary().op_histogram_optimized.count("com.infera.FusedGemm"), 1u);
-  EXPECT_EQ(b.summary().metadata.metadata_props.at("infera.plan.format"), "1");
+  EXPECT_EQ(b.summary().metadata.metadata_props.at("infera.plan.format"), std::to_string(kSavedPlanFormat));
   EXPECT_TRUE(b.options().optimize);
   // From memory too.
   auto mem = Session::load_from_memory(s.bytes, "", one_thread());
@@ -232,6 +236,54 @@ TEST(SavedPlan, ALoadedPlanSavesAgain) {
   EXPECT_EQ(rep.value().perf_db_timed, 0u);
   EXPECT_EQ(twice.value()->summary().node_count_original, s.from->summary().node_count_original);
   expect_same_bits(*s.from, *twice.value(), 3);
+}
+
+// The weights in backend formats (section PACK) are untrusted: an entry whose byte count is not
+// the one the kernel computes for its format is not adopted (the weights are converted again,
+// from the graph's constants), and the store itself keeps one entry per (key, layout).
+TEST(SavedPlan, PackedWeightsOfTheWrongSizeAreConvertedAgain) {
+  Saved s = save_one();
+  ASSERT_TRUE(s.from);
+  auto sp = decode_saved_plan(s.bytes, limits::Limits{});
+  ASSERT_TRUE(sp.is_ok()) << sp.message();
+  SavedPlan p = sp.take();
+  ASSERT_FALSE(p.packed.empty()) << "the test model's conv and gemm weights are packed by oneDNN";
+  for (PackedWeights::Entry& e : p.packed) {
+    std::shared_ptr<PackedBlob> b = PackedBlob::make(e.blob->size() + 64);
+    ASSERT_TRUE(b);
+    std::memset(b->data(), 0x7f, b->size());  // NaN-like garbage: used, it would change every output
+    e.blob = b;
+  }
+  auto loaded = Session::load_from_memory(encode_saved_plan(p), "", one_thread());
+  ASSERT_TRUE(loaded.is_ok()) << loaded.message();
+  // The load prepares 1, 3, 8 in that order: batch 1 converts every weight (replacing the bad
+  // entries); the later batches may reuse what batch 1 converted.
+  auto first = loaded.value()->prepare(shape(1));
+  ASSERT_TRUE(first.is_ok()) << first.message();
+  EXPECT_EQ(first.value().weights_reused, 0u);
+  EXPECT_GT(first.value().weights_converted, 0u);
+  for (int64_t n : {1, 3, 8}) expect_same_bits(*s.from, *loaded.value(), n);
+
+  auto shared = std::make_shared<PackedWeights>();
+  PackedWeights view(shared);
+  std::shared_ptr<PackedBlob> a = PackedBlob::make(100), b = PackedBlob::make(100);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a->data()) % 64, 0u);
+  EXPECT_EQ(view.find("k", "L", 100), nullptr);
+  EXPECT_EQ(view.put("k", "L", a), a);
+  EXPECT_EQ(view.put("k", "L", b), a) << "one entry per (key, layout): the first stays";
+  EXPECT_EQ(shared->find("k", "L", 100), a) << "published to the parent";
+  EXPECT_EQ(shared->find("k", "L", 99), nullptr) << "the byte count must match";
+  EXPECT_EQ(shared->find("k", "M", 100), nullptr) << "another layout is another entry";
+  PackedWeights later(shared);
+  EXPECT_EQ(later.find("k", "L", 100), a) << "found through the parent";
+  EXPECT_EQ(later.hits(), 1u);
+  EXPECT_EQ(later.misses(), 0u);
+  EXPECT_EQ(later.entries().size(), 1u) << "and recorded in the view";
+  EXPECT_EQ(view.hits(), 0u);
+  EXPECT_EQ(view.misses(), 1u);
+  EXPECT_EQ(shared->size(), 1u);
+  EXPECT_EQ(shared->bytes(), 100u);
 }
 
 // Re-encodes the plan with one header field changed (the checksum made right again).
@@ -267,17 +319,20 @@ TEST(SavedPlan, ForeignPlanRefusedNamingWhatDiffers) {
     if (std::string(c.says) != "gpu") EXPECT_NE(r.message().find("rebuild it with `infera build`"), std::string::npos);
     EXPECT_EQ(r.message().find('\n'), std::string::npos);
   }
-  // Another format version: refused before anything else is read.
-  std::string v2 = s.bytes;
-  v2[8] = 2;
-  auto r = Session::load_from_memory(v2, "", one_thread());
-  ASSERT_FALSE(r.is_ok());
-  EXPECT_EQ(r.code(), StatusCode::kInvalidModel);
-  EXPECT_NE(r.message().find("saved plan format version 2; this infera"), std::string::npos) << r.message();
+  // Another format version (older or newer): refused before anything else is read.
+  for (uint32_t v : {kSavedPlanFormat - 1, kSavedPlanFormat + 1}) {
+    std::string other = s.bytes;
+    std::memcpy(&other[8], &v, 4);
+    auto r = Session::load_from_memory(other, "", one_thread());
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(r.code(), StatusCode::kInvalidModel);
+    EXPECT_NE(r.message().find("saved plan format version " + std::to_string(v) + "; this infera"), std::string::npos)
+        << r.message();
+  }
   // Options that would make another plan are refused; those left at their defaults follow the plan.
   SessionOptions o = one_thread();
   o.conv_algo = SessionOptions::ConvAlgo::kWinograd;
-  r = Session::load(s.path, o);
+  auto r = Session::load(s.path, o);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.message().find("conv algo winograd, the plan was built with auto: rebuild it with `infera build "
                              "--conv-algo winograd`"),

@@ -85,6 +85,8 @@ int cmd_info(int argc, char** argv) {
     printf("  shapes     %s (prepared at load)\n", prop("shapes").c_str());
     printf("  choices    %s algorithm choices embedded (nothing is timed for the saved shapes)\n",
            prop("choices").c_str());
+    printf("  packed     %s weights in backend formats (adopted at load, not converted again)\n",
+           prop("packed").c_str());
   }
   printf("producer     %s\n", m.producer.empty() ? "(none)" : m.producer.c_str());
   printf("ir / opset   %lld / %lld\n", static_cast<long long>(m.ir_version), static_cast<long long>(m.opset));
@@ -151,6 +153,8 @@ int cmd_info(int argc, char** argv) {
     for (auto& [bk, n] : rep->steps_per_backend) per += (per.empty() ? "" : ", ") + bk + " " + std::to_string(n);
     printf("steps        %zu per run (%s), %zu inserted; plan built in %.1f ms\n", rep->steps,
            per.empty() ? "-" : per.c_str(), rep->inserted_steps, rep->build_ms);
+    printf("  weights    %zu converted into backend formats, %zu reused (saved plan or another plan)\n",
+           rep->weights_converted, rep->weights_reused);
   }
 
   printf("\nops          imported -> optimized\n");

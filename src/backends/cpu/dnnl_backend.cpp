@@ -9,9 +9,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "backends/cpu/dnnl_internal.h"
 #include "backends/cpu/omp_throttle.h"
+#include "graph/serialize.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
@@ -157,6 +159,14 @@ memory DnnlKernel::own(const memory::desc& md) {
   return placeholder(Kind::kOwned, -1, md);
 }
 
+memory DnnlKernel::adopt(const memory::desc& md, std::shared_ptr<const PackedBlob> blob) {
+  weight_bytes_ += md.get_size();
+  memory m(md, engine(), const_cast<void*>(blob->data()));  // weights: only read by the primitives
+  blobs_.push_back(std::move(blob));
+  slots_.push_back({Kind::kOwned, -1, m, md});
+  return m;
+}
+
 int DnnlKernel::slot_of(const memory& m) const {
   for (size_t i = 0; i < slots_.size(); ++i)
     if (slots_[i].handle.get() == m.get()) return static_cast<int>(i);
@@ -248,13 +258,69 @@ Status DnnlKernel::run(ComputeContext& ctx) const {
   return Status::ok();
 }
 
-memory reorder_owned(DnnlKernel& k, const memory& src, const memory::desc& md) {
+static memory reorder_owned(DnnlKernel& k, const memory& src, const memory::desc& md) {
   memory dst = k.own(md);
   dnnl::stream s(engine());
   memory from = src;
   dnnl::reorder(from, dst).execute(s, from, dst);
   s.wait();
   return dst;
+}
+
+std::string packed_layout(const memory::desc& md) {
+  const dnnl_memory_desc_t& d = md.data;
+  if (d.ndims < 0 || d.ndims > DNNL_MAX_NDIMS) return "";
+  ByteWriter w;
+  const auto dims = [&](const dnnl_dims_t& a, int n) {
+    for (int i = 0; i < n; ++i) w.i64(a[i]);
+  };
+  w.i32(d.ndims);
+  dims(d.dims, d.ndims);
+  w.i32(d.data_type);
+  dims(d.padded_dims, d.ndims);
+  dims(d.padded_offsets, d.ndims);
+  w.i64(d.offset0);
+  w.i32(d.format_kind);
+  if (d.format_kind == dnnl_blocked) {
+    const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+    if (b.inner_nblks < 0 || b.inner_nblks > DNNL_MAX_NDIMS) return "";
+    dims(b.strides, d.ndims);
+    w.i32(b.inner_nblks);
+    dims(b.inner_blks, b.inner_nblks);
+    dims(b.inner_idxs, b.inner_nblks);
+  } else if (d.format_kind == dnnl_format_kind_wino) {
+    const dnnl_wino_desc_t& x = d.format_desc.wino_desc;
+    for (int v :
+         {static_cast<int>(x.wino_format), x.r, x.alpha, x.ic, x.oc, x.ic_block, x.oc_block, x.ic2_block, x.oc2_block})
+      w.i32(v);
+    w.f32(x.adj_scale);
+    w.u64(x.size);
+  } else {
+    return "";
+  }
+  w.u64(d.extra.flags);
+  w.i32(d.extra.compensation_mask);
+  w.f32(d.extra.scale_adjust);
+  w.i32(d.extra.asymm_compensation_mask);
+  return w.out;
+}
+
+memory packed_weights(DnnlKernel& k, const StepRequest& req, const std::string& what, const memory& src,
+                      const memory::desc& md) {
+  std::string layout = req.packed ? packed_layout(md) : std::string();
+  if (layout.empty() || req.node->inputs.size() < 2 || req.node->outputs.empty()) return reorder_owned(k, src, md);
+  const std::string key = "dnnl:" + what + ":w" + std::to_string(req.node->inputs[1]) + ":y" +
+                          std::to_string(req.node->outputs[0]) + ":" + req.node->name;
+  const size_t bytes = md.get_size();
+  if (std::shared_ptr<const PackedBlob> b = req.packed->find(key, layout, bytes)) return k.adopt(md, std::move(b));
+  std::shared_ptr<PackedBlob> blob = PackedBlob::make(bytes);
+  if (!blob) throw std::bad_alloc();
+  memory dst(md, engine(), blob->data());
+  dnnl::stream s(engine());
+  memory from = src;
+  dnnl::reorder(from, dst).execute(s, from, dst);
+  s.wait();
+  return k.adopt(md, req.packed->put(key, layout, std::move(blob)));
 }
 
 void log_impl(const StepRequest& req, const std::string& impl) {

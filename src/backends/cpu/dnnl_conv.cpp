@@ -433,10 +433,12 @@ std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req) {
   const memory::format_tag wtag = p.group > 1 ? memory::format_tag::goihw : memory::format_tag::oihw;
   memory w_user(memory::desc(p.w, memory::data_type::f32, wtag), engine(),
                 p.trimmed ? static_cast<void*>(w_trim.data()) : const_cast<void*>(req.inputs[1]->value->data()));
-  memory w = reorder_owned(*k, w_user, pd.weights_desc());
+  const std::string wwhat = p.trimmed ? "conv-trimmed" : "conv";
+  memory w = packed_weights(*k, req, wwhat, w_user, pd.weights_desc());
   // The steps of one way to compute Y with cpd (with_act: cpd has the activation post-ops).
   auto add_steps = [&](const convolution_forward::primitive_desc& cpd, bool with_act, const std::vector<EltOp>& tail) {
-    memory wl = cpd.weights_desc() == pd.weights_desc() ? w : reorder_owned(*k, w_user, cpd.weights_desc());
+    memory wl =
+        cpd.weights_desc() == pd.weights_desc() ? w : packed_weights(*k, req, wwhat, w_user, cpd.weights_desc());
     memory src = input_as(*k, 0, md_of(p.x, ls), cpd.src_desc());
     OutputAs out = output_as(*k, 0, md_of(p.y, ld), cpd.dst_desc());
     memory dst = out.compute;
@@ -599,7 +601,7 @@ std::unique_ptr<DnnlKernel> deconv_create(const StepRequest& req) {
   memory w_user(memory::desc(p.w, memory::data_type::f32, wtag), engine(),
                 const_cast<void*>(req.inputs[1]->value->data()));
   std::unordered_map<int, memory> args;
-  args[DNNL_ARG_WEIGHTS] = reorder_owned(*k, w_user, pd.weights_desc());
+  args[DNNL_ARG_WEIGHTS] = packed_weights(*k, req, "deconv", w_user, pd.weights_desc());
   args[DNNL_ARG_SRC] = input_as(*k, 0, md_of(p.x, ls), pd.src_desc());
   OutputAs out = output_as(*k, 0, md_of(p.y, ld), pd.dst_desc());
   args[DNNL_ARG_DST] = out.compute;

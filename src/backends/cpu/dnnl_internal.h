@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/cpu/dnnl_backend.h"
+#include "backends/packed_weights.h"
 #include "ops/activation.h"
 
 namespace infera::cpu {
@@ -111,6 +112,8 @@ class DnnlKernel : public StepKernel {
   // Where temp m lies in a run's scratch (for an after-step that reads it).
   size_t temp_offset(const memory& m) const { return static_cast<size_t>(slots_[slot_of(m)].index); }
   memory own(const memory::desc& md);
+  // Owned memory of md over bytes the kernel keeps a reference to (packed weights).
+  memory adopt(const memory::desc& md, std::shared_ptr<const PackedBlob> blob);
   // Adds a primitive (made with user_scratchpad()) with its arguments, in execution order.
   void add_step(const dnnl::primitive& p, const std::unordered_map<int, memory>& args);
   void set_impl(const std::string& s) { impl_ = s; }
@@ -158,14 +161,23 @@ class DnnlKernel : public StepKernel {
   std::vector<Slot> slots_;
   std::vector<Step> steps_;
   size_t temp_bytes_ = 0, scratchpad_bytes_ = 0, weight_bytes_ = 0;
+  std::vector<std::shared_ptr<const PackedBlob>> blobs_;  // what adopted memories lie in
   std::function<void(ComputeContext&)> after_;
   size_t split_ = SIZE_MAX;  // steps_[split_..] are the alternative (begin_alternative)
   std::function<bool(ComputeContext&)> use_alt_;
   std::function<void(ComputeContext&)> alt_after_;
 };
 
-// Reorders src memory into a new owned memory of md (weights into the primitive's format).
-memory reorder_owned(DnnlKernel& k, const memory& src, const memory::desc& md);
+// Weights in a primitive's format: src reordered into md, owned by the kernel. Through the
+// session's packed weights (StepRequest::packed) when there are some: src reordered into md is
+// looked up under ("dnnl:" + what + the node's weight and output value ids, the layout of
+// md) and adopted, or reordered and published. `what` must name everything besides the weight
+// constant that decides the bytes (the call site, a filter chunk's channels, a folded alpha).
+memory packed_weights(DnnlKernel& k, const StepRequest& req, const std::string& what, const memory& src,
+                      const memory::desc& md);
+// md's fields in a fixed order (no padding or union bytes): equal strings = the same format.
+// "" for a format kind that is neither blocked nor Winograd (never packed).
+std::string packed_layout(const memory::desc& md);
 
 void log_impl(const StepRequest& req, const std::string& impl);
 

@@ -98,7 +98,10 @@ std::unique_ptr<DnnlKernel> gemm_create(const StepRequest& req) {
     if (p.alpha != 1.f)
       for (float& v : scaled) v *= p.alpha;
     memory user(matrix_md(p.k, p.n, p.trans_b), engine(), scaled.data());
-    args[DNNL_ARG_WEIGHTS] = reorder_owned(*k, user, pd.weights_desc());
+    uint32_t alpha_bits;
+    std::memcpy(&alpha_bits, &p.alpha, 4);
+    args[DNNL_ARG_WEIGHTS] =
+        packed_weights(*k, req, "gemm:alpha=" + std::to_string(alpha_bits), user, pd.weights_desc());
   } else {
     args[DNNL_ARG_WEIGHTS] = k->bind_input(1, b_md);
   }
@@ -189,7 +192,7 @@ std::unique_ptr<DnnlKernel> matmul_create(const StepRequest& req) {
   args[DNNL_ARG_DST] = k->bind_output(0, y_md);
   if (b_const) {
     memory user(plain_md(p.b), engine(), const_cast<void*>(req.inputs[1]->value->data()));
-    args[DNNL_ARG_WEIGHTS] = reorder_owned(*k, user, pd.weights_desc());
+    args[DNNL_ARG_WEIGHTS] = packed_weights(*k, req, "matmul", user, pd.weights_desc());
   } else {
     args[DNNL_ARG_WEIGHTS] = k->bind_input(1, b_md);
   }

@@ -150,7 +150,8 @@ std::unique_ptr<DnnlKernel> qconv_create_f32(const StepRequest& req, const QConv
       for (int64_t i = 0; i < cw * RS; ++i) wf[m * cw * RS + i] = wt.data_as<int8_t>()[m * C * RS + c0 * RS + i];
     const memory::format_tag wtag = p.group > 1 ? memory::format_tag::goihw : memory::format_tag::oihw;
     memory w_user(memory::desc(wd, f32, wtag), engine(), wf.data());
-    const memory w = reorder_owned(*k, w_user, pd.weights_desc());
+    const memory w = packed_weights(*k, req, "qconv-f32:c0=" + std::to_string(c0) + ":cn=" + std::to_string(cn), w_user,
+                                    pd.weights_desc());
     memory acc = k->temp(pd.dst_desc());
     k->add_step(convolution_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, acc}});
     memory accy = acc;  // the sums in Y's layout
@@ -282,7 +283,7 @@ std::unique_ptr<DnnlKernel> qconv_create(const StepRequest& req) {
   memory w_user(memory::desc(p.w, memory::data_type::s8, wtag), engine(),
                 const_cast<void*>(req.inputs[1]->value->data()));
   std::unordered_map<int, memory> args;
-  args[DNNL_ARG_WEIGHTS] = reorder_owned(*k, w_user, pd.weights_desc());
+  args[DNNL_ARG_WEIGHTS] = packed_weights(*k, req, "qconv", w_user, pd.weights_desc());
   args[DNNL_ARG_SRC] = input_as(*k, 0, x_md, pd.src_desc());
   OutputAs out = output_as(*k, 0, y_md, pd.dst_desc());
   args[DNNL_ARG_DST] = out.compute;

@@ -1,0 +1,54 @@
+#!/bin/bash
+# Load time of a saved plan against its ONNX model on the CPU (issue 10): each engine run is a fresh
+# `infera bench FILE --batch B --iterations 1 --warmup 0` process; its wall time (process start,
+# load, preparing batch B, one run, exit) and the plan's build_ms (the JSON's: making the batch-B
+# plan, inside the load for a saved plan) are recorded. The ONNX model runs against a warm perf db
+# (its own, filled by a first run), so neither side times anything. Rounds alternate the files.
+#
+#   bash bench/plan_load_cpu.sh MODEL.onnx [ROUNDS=5] [BATCH=1] [INFERA=build/infera] [OLD_INFERA]
+#
+# OLD_INFERA (optional): a second infera binary (e.g. built from an earlier commit) whose own plan
+# of the same model is timed in the same rounds. Prints one line per run and the medians.
+set -euo pipefail
+model=${1:?usage: plan_load_cpu.sh MODEL.onnx [ROUNDS] [BATCH] [INFERA] [OLD_INFERA]}
+rounds=${2:-5}
+batch=${3:-1}
+infera=${4:-build/infera}
+old=${5:-}
+work=$(mktemp -d /tmp/plan-load.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+export XDG_CACHE_HOME=$work/cache
+"$infera" build "$model" -o "$work/new.iplan" --batch "$batch" >/dev/null
+"$infera" bench "$model" --batch "$batch" --iterations 1 --warmup 0 --quiet >/dev/null  # warm perf db
+names=(onnx plan)
+files=("$model" "$work/new.iplan")
+bins=("$infera" "$infera")
+if [ -n "$old" ]; then
+  XDG_CACHE_HOME=$work/cache-old "$old" build "$model" -o "$work/old.iplan" --batch "$batch" >/dev/null
+  names+=(old-plan)
+  files+=("$work/old.iplan")
+  bins+=("$old")
+fi
+echo "model $model, batch $batch, $rounds rounds; $(ls -l "$work/new.iplan" | awk '{printf "plan %.1f MiB", $5/1048576}')"
+for r in $(seq "$rounds"); do
+  for i in "${!names[@]}"; do
+    cache=$work/cache
+    [ "${names[$i]}" = old-plan ] && cache=$work/cache-old
+    t0=$(date +%s.%N)
+    XDG_CACHE_HOME=$cache "${bins[$i]}" bench "${files[$i]}" --batch "$batch" --iterations 1 --warmup 0 --quiet \
+      --json "$work/r.json" >/dev/null
+    t1=$(date +%s.%N)
+    b=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['results'][0]['build_ms'])" "$work/r.json")
+    printf "round %d %-8s wall %7.1f ms  build_ms %7.1f  load %s\n" "$r" "${names[$i]}" \
+      "$(echo "($t1 - $t0) * 1000" | bc)" "$b" "$(cut -d' ' -f1 /proc/loadavg)"
+  done
+done | tee "$work/runs.txt"
+python3 - "$work/runs.txt" "${names[@]}" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+print("medians (wall ms / build_ms):")
+for n in sys.argv[2:]:
+    w = [float(r[4]) for r in rows if r[2] == n]
+    b = [float(r[6]) for r in rows if r[2] == n]
+    print("  %-8s %7.1f / %7.1f" % (n, statistics.median(w), statistics.median(b)))
+PY

@@ -1,0 +1,74 @@
+// Packed weights: constants a backend converted into its own format at kernel creation (oneDNN's
+// blocked and Winograd-transformed weights), kept by the session so that all its plans (every
+// batch size, chunk plans, plans rebuilt after eviction) share one copy, and carried in saved
+// plans so that loading one skips the conversion (docs/saved_plans.md, section PACK).
+//
+// An entry is found by (key, layout): the key names the weights (backend, the node's first
+// output value, what the call site made of them: "dnnl:conv:<value>", "dnnl:qconv-f32:<value>:
+// c0=64"), the layout is the backend's canonical description of the packed format (its bytes
+// depend only on the format: oneDNN's memory descriptor, field by field). Two plans that pick
+// the same format for a node's weights share the bytes; a different format is another entry.
+// Entries loaded from a file are untrusted: a lookup also requires the byte count that the
+// asking kernel computed, and the layout is only compared, never interpreted.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace infera {
+
+// 64-byte aligned bytes, immutable once published.
+class PackedBlob {
+ public:
+  static std::shared_ptr<PackedBlob> make(size_t bytes);  // nullptr when out of memory
+  ~PackedBlob();
+  PackedBlob(const PackedBlob&) = delete;
+  PackedBlob& operator=(const PackedBlob&) = delete;
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  PackedBlob() = default;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+class PackedWeights {
+ public:
+  // With a parent, lookups fall through to it and publications go to it too, while this store
+  // records what it was asked for (save_plan: the entries its shapes' plans use).
+  explicit PackedWeights(std::shared_ptr<PackedWeights> parent = nullptr) : parent_(std::move(parent)) {}
+  struct Entry {
+    std::string key, layout;
+    std::shared_ptr<const PackedBlob> blob;
+  };
+  // The entry of (key, layout) with exactly `bytes` bytes, or null.
+  std::shared_ptr<const PackedBlob> find(const std::string& key, const std::string& layout, size_t bytes);
+  // Publishes blob for (key, layout) unless an entry of its size is there already (another plan
+  // made it meanwhile): returns the one kept. One entry per (key, layout).
+  std::shared_ptr<const PackedBlob> put(const std::string& key, const std::string& layout,
+                                        std::shared_ptr<const PackedBlob> blob);
+  std::vector<Entry> entries() const;  // in insertion order
+  size_t size() const;
+  size_t bytes() const;  // of all blobs
+  // Lookups that found an entry / that did not (the caller then packed and put).
+  uint64_t hits() const;
+  uint64_t misses() const;
+
+ private:
+  std::shared_ptr<const PackedBlob> insert(const std::string& key, const std::string& layout,
+                                           std::shared_ptr<const PackedBlob> blob);
+  std::shared_ptr<PackedWeights> parent_;
+  mutable std::mutex mu_;
+  std::vector<Entry> entries_;
+  std::map<std::pair<std::string, std::string>, size_t> index_;  // (key, layout) -> entries_
+  uint64_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace infera
