@@ -1,8 +1,8 @@
 #!/bin/bash
 # Load time of a saved plan against its ONNX model on the CPU (issue 10): each engine run is a fresh
 # `infera bench FILE --batch B --iterations 1 --warmup 0` process; its wall time (process start,
-# load, preparing batch B, one run, exit) and the plan's build_ms (the JSON's: making the batch-B
-# plan, inside the load for a saved plan) are recorded. The ONNX model runs against a warm perf db
+# load, preparing batch B, one run, exit) and the plan's "build ms" (making the batch-B plan,
+# inside the load for a saved plan) are recorded. No --json: bench would hash the file for it. The ONNX model runs against a warm perf db
 # (its own, filled by a first run), so neither side times anything. Rounds alternate the files.
 #
 #   bash bench/plan_load_cpu.sh MODEL.onnx [ROUNDS=5] [BATCH=1] [INFERA=build/infera] [OLD_INFERA]
@@ -35,10 +35,11 @@ for r in $(seq "$rounds"); do
     cache=$work/cache
     [ "${names[$i]}" = old-plan ] && cache=$work/cache-old
     t0=$(date +%s.%N)
-    XDG_CACHE_HOME=$cache "${bins[$i]}" bench "${files[$i]}" --batch "$batch" --iterations 1 --warmup 0 --quiet \
-      --json "$work/r.json" >/dev/null
+    XDG_CACHE_HOME=$cache "${bins[$i]}" bench "${files[$i]}" --batch "$batch" --iterations 1 --warmup 0 \
+      >"$work/r.txt" 2>&1
     t1=$(date +%s.%N)
-    b=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['results'][0]['build_ms'])" "$work/r.json")
+    # build ms: the second-last column of the table's row (no --json: it would hash the file)
+    b=$(awk '/build ms/ {getline; print $(NF-1); exit}' "$work/r.txt")
     printf "round %d %-8s wall %7.1f ms  build_ms %7.1f  load %s\n" "$r" "${names[$i]}" \
       "$(echo "($t1 - $t0) * 1000" | bc)" "$b" "$(cut -d' ' -f1 /proc/loadavg)"
   done
@@ -48,7 +49,7 @@ import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 print("medians (wall ms / build_ms):")
 for n in sys.argv[2:]:
-    w = [float(r[4]) for r in rows if r[2] == n]
-    b = [float(r[6]) for r in rows if r[2] == n]
+    w = [float(r[4]) for r in rows if len(r) > 7 and r[2] == n]
+    b = [float(r[7]) for r in rows if len(r) > 7 and r[2] == n]
     print("  %-8s %7.1f / %7.1f" % (n, statistics.median(w), statistics.median(b)))
 PY

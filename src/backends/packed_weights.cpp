@@ -19,13 +19,16 @@ std::shared_ptr<const PackedBlob> PackedWeights::find(const std::string& key, co
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = index_.find({key, layout});
-    if (it != index_.end() && entries_[it->second].blob->size() == bytes) {
-      ++hits_;
-      return entries_[it->second].blob;
+    if (it != index_.end()) {
+      std::shared_ptr<const PackedBlob> b = slots_[it->second].weak.lock();
+      if (b && b->size() == bytes) {
+        ++hits_;
+        return b;
+      }
     }
   }
   std::shared_ptr<const PackedBlob> b = parent_ ? parent_->find(key, layout, bytes) : nullptr;
-  if (b) b = insert(key, layout, std::move(b));
+  if (b) b = insert(key, layout, std::move(b), true);
   std::lock_guard<std::mutex> lock(mu_);
   ++(b ? hits_ : misses_);
   return b;
@@ -34,36 +37,45 @@ std::shared_ptr<const PackedBlob> PackedWeights::find(const std::string& key, co
 std::shared_ptr<const PackedBlob> PackedWeights::put(const std::string& key, const std::string& layout,
                                                      std::shared_ptr<const PackedBlob> blob) {
   if (parent_) blob = parent_->put(key, layout, std::move(blob));
-  return insert(key, layout, std::move(blob));
+  return insert(key, layout, std::move(blob), parent_ != nullptr);
+}
+
+void PackedWeights::pin(const std::string& key, const std::string& layout, std::shared_ptr<const PackedBlob> blob) {
+  if (parent_) blob = parent_->put(key, layout, std::move(blob));
+  insert(key, layout, std::move(blob), true);
 }
 
 std::shared_ptr<const PackedBlob> PackedWeights::insert(const std::string& key, const std::string& layout,
-                                                        std::shared_ptr<const PackedBlob> blob) {
+                                                        std::shared_ptr<const PackedBlob> blob, bool hold) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto [it, fresh] = index_.emplace(std::make_pair(key, layout), entries_.size());
-  if (!fresh) {
-    Entry& e = entries_[it->second];
-    if (e.blob->size() != blob->size()) e.blob = blob;  // a loaded entry of the wrong size: replaced
-    return e.blob;
+  auto [it, fresh] = index_.emplace(std::make_pair(key, layout), slots_.size());
+  if (fresh) slots_.push_back({key, layout, {}, {}});
+  Slot& s = slots_[it->second];
+  std::shared_ptr<const PackedBlob> have = s.weak.lock();
+  // A live entry of the same size stays; an expired one, or one of the wrong size (loaded from
+  // an untrusted file), is replaced.
+  if (have && have->size() == blob->size()) {
+    if (hold) s.strong = have;
+    return have;
   }
-  entries_.push_back({key, layout, blob});
+  s.weak = blob;
+  s.strong = hold ? blob : nullptr;
   return blob;
 }
 
 std::vector<PackedWeights::Entry> PackedWeights::entries() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return entries_;
+  std::vector<Entry> out;
+  for (const Slot& s : slots_)
+    if (std::shared_ptr<const PackedBlob> b = s.weak.lock()) out.push_back({s.key, s.layout, std::move(b)});
+  return out;
 }
 
-size_t PackedWeights::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return entries_.size();
-}
+size_t PackedWeights::size() const { return entries().size(); }
 
 size_t PackedWeights::bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
-  for (const Entry& e : entries_) n += e.blob->size();
+  for (const Entry& e : entries()) n += e.blob->size();
   return n;
 }
 

@@ -41,33 +41,44 @@ class PackedBlob {
 
 class PackedWeights {
  public:
-  // With a parent, lookups fall through to it and publications go to it too, while this store
-  // records what it was asked for (save_plan: the entries its shapes' plans use).
+  // The session's store holds its entries weakly: bytes live while a kernel uses them (a plan
+  // evicted from the plan cache frees the formats no other plan shares), except pinned ones
+  // (loaded from a saved plan: kept for the saved shapes, which may be prepared again later).
+  // With a parent, the store is a view: lookups fall through to the parent, publications go
+  // there too, and the view holds what it was asked for strongly (save_plan: the entries its
+  // shapes' plans use, alive until they are written; a plan build: its own hit/miss counts).
   explicit PackedWeights(std::shared_ptr<PackedWeights> parent = nullptr) : parent_(std::move(parent)) {}
   struct Entry {
     std::string key, layout;
     std::shared_ptr<const PackedBlob> blob;
   };
-  // The entry of (key, layout) with exactly `bytes` bytes, or null.
+  // The live entry of (key, layout) with exactly `bytes` bytes, or null.
   std::shared_ptr<const PackedBlob> find(const std::string& key, const std::string& layout, size_t bytes);
-  // Publishes blob for (key, layout) unless an entry of its size is there already (another plan
-  // made it meanwhile): returns the one kept. One entry per (key, layout).
+  // Publishes blob for (key, layout) unless a live entry of its size is there already (another
+  // plan made it meanwhile): returns the one kept. One entry per (key, layout).
   std::shared_ptr<const PackedBlob> put(const std::string& key, const std::string& layout,
                                         std::shared_ptr<const PackedBlob> blob);
-  std::vector<Entry> entries() const;  // in insertion order
-  size_t size() const;
-  size_t bytes() const;  // of all blobs
+  // put, and held strongly for the store's lifetime.
+  void pin(const std::string& key, const std::string& layout, std::shared_ptr<const PackedBlob> blob);
+  std::vector<Entry> entries() const;  // the live ones, in insertion order
+  size_t size() const;                 // live entries
+  size_t bytes() const;                // of the live entries
   // Lookups that found an entry / that did not (the caller then packed and put).
   uint64_t hits() const;
   uint64_t misses() const;
 
  private:
+  struct Slot {
+    std::string key, layout;
+    std::weak_ptr<const PackedBlob> weak;
+    std::shared_ptr<const PackedBlob> strong;  // pinned, or held by a view
+  };
   std::shared_ptr<const PackedBlob> insert(const std::string& key, const std::string& layout,
-                                           std::shared_ptr<const PackedBlob> blob);
+                                           std::shared_ptr<const PackedBlob> blob, bool hold);
   std::shared_ptr<PackedWeights> parent_;
   mutable std::mutex mu_;
-  std::vector<Entry> entries_;
-  std::map<std::pair<std::string, std::string>, size_t> index_;  // (key, layout) -> entries_
+  std::vector<Slot> slots_;
+  std::map<std::pair<std::string, std::string>, size_t> index_;  // (key, layout) -> slots_
   uint64_t hits_ = 0, misses_ = 0;
 };
 

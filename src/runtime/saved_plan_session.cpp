@@ -316,7 +316,7 @@ Result<std::unique_ptr<Session>> load_saved_plan(const std::string& bytes, const
   Status st = impl->init(std::move(sp.graph), o).or_code(StatusCode::kInvalidModel);
   if (!st.is_ok()) return at(st);
   impl->opts.optimize = optimize;
-  for (PackedWeights::Entry& e : sp.packed) impl->packed->put(e.key, e.layout, std::move(e.blob));
+  for (PackedWeights::Entry& e : sp.packed) impl->packed->pin(e.key, e.layout, std::move(e.blob));
   ModelSummary& m = impl->summary;
   m.node_count_original = sp.summary.node_count_original;
   m.op_histogram = sp.summary.op_histogram;

@@ -284,6 +284,18 @@ TEST(SavedPlan, PackedWeightsOfTheWrongSizeAreConvertedAgain) {
   EXPECT_EQ(view.misses(), 1u);
   EXPECT_EQ(shared->size(), 1u);
   EXPECT_EQ(shared->bytes(), 100u);
+  // The session's store holds published bytes weakly (a kernel keeps them), pinned ones strongly.
+  PackedWeights session;
+  {
+    std::shared_ptr<PackedBlob> c = PackedBlob::make(8), d = PackedBlob::make(8);
+    ASSERT_TRUE(c && d);
+    session.put("gone", "L", c);
+    session.pin("kept", "L", d);
+    EXPECT_EQ(session.size(), 2u);
+  }
+  EXPECT_EQ(session.find("gone", "L", 8), nullptr) << "no kernel uses it any more: freed";
+  EXPECT_NE(session.find("kept", "L", 8), nullptr);
+  EXPECT_EQ(session.size(), 1u);
 }
 
 // Re-encodes the plan with one header field changed (the checksum made right again).
