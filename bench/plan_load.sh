@@ -36,14 +36,14 @@ for r in $(seq "$rounds"); do
   for i in "${!names[@]}"; do
     cache=$work/cache
     [ "${names[$i]}" = old-plan ] && cache=$work/cache-old
-    t0=$(date +%s.%N)
+    t0=$(date +%s%N)
     XDG_CACHE_HOME=$cache "${bins[$i]}" bench "${files[$i]}" --batch "$batch" --iterations 1 --warmup 0 \
       "${flags[@]}" >"$work/r.txt" 2>&1
-    t1=$(date +%s.%N)
+    t1=$(date +%s%N)
     # build ms: the second-last column of the table's row (no --json: it would hash the file)
     b=$(awk '/build ms/ {getline; print $(NF-1); exit}' "$work/r.txt")
     printf "round %d %-8s wall %7.1f ms  build_ms %7.1f  load %s\n" "$r" "${names[$i]}" \
-      "$(echo "($t1 - $t0) * 1000" | bc)" "$b" "$(cut -d' ' -f1 /proc/loadavg)"
+      "$(((t1 - t0) / 1000)).0e-3" "$b" "$(cut -d' ' -f1 /proc/loadavg)"
   done
 done | tee "$work/runs.txt"
 python3 - "$work/runs.txt" "${names[@]}" <<'PY'

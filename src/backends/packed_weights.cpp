@@ -28,28 +28,34 @@ std::shared_ptr<const PackedBlob> PackedWeights::find(const std::string& key, co
     }
   }
   std::shared_ptr<const PackedBlob> b = parent_ ? parent_->find(key, layout, bytes) : nullptr;
-  if (b) b = insert(key, layout, std::move(b), true);
+  if (b) b = insert(key, layout, std::move(b), true, parent_->saves(key, layout));
   std::lock_guard<std::mutex> lock(mu_);
   ++(b ? hits_ : misses_);
   return b;
 }
 
 std::shared_ptr<const PackedBlob> PackedWeights::put(const std::string& key, const std::string& layout,
-                                                     std::shared_ptr<const PackedBlob> blob) {
-  if (parent_) blob = parent_->put(key, layout, std::move(blob));
-  return insert(key, layout, std::move(blob), parent_ != nullptr);
+                                                     std::shared_ptr<const PackedBlob> blob, bool save) {
+  if (parent_) blob = parent_->put(key, layout, std::move(blob), save);
+  return insert(key, layout, std::move(blob), parent_ != nullptr, save);
 }
 
 void PackedWeights::pin(const std::string& key, const std::string& layout, std::shared_ptr<const PackedBlob> blob) {
   if (parent_) blob = parent_->put(key, layout, std::move(blob));
-  insert(key, layout, std::move(blob), true);
+  insert(key, layout, std::move(blob), true, true);
+}
+
+bool PackedWeights::saves(const std::string& key, const std::string& layout) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_.find({key, layout});
+  return it == index_.end() || slots_[it->second].save;
 }
 
 std::shared_ptr<const PackedBlob> PackedWeights::insert(const std::string& key, const std::string& layout,
-                                                        std::shared_ptr<const PackedBlob> blob, bool hold) {
+                                                        std::shared_ptr<const PackedBlob> blob, bool hold, bool save) {
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, fresh] = index_.emplace(std::make_pair(key, layout), slots_.size());
-  if (fresh) slots_.push_back({key, layout, {}, {}});
+  if (fresh) slots_.push_back({key, layout, {}, {}, save});
   Slot& s = slots_[it->second];
   std::shared_ptr<const PackedBlob> have = s.weak.lock();
   // A live entry of the same size stays; an expired one, or one of the wrong size (loaded from
@@ -60,6 +66,7 @@ std::shared_ptr<const PackedBlob> PackedWeights::insert(const std::string& key, 
   }
   s.weak = blob;
   s.strong = hold ? blob : nullptr;
+  s.save = save;
   return blob;
 }
 
@@ -67,7 +74,7 @@ std::vector<PackedWeights::Entry> PackedWeights::entries() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Entry> out;
   for (const Slot& s : slots_)
-    if (std::shared_ptr<const PackedBlob> b = s.weak.lock()) out.push_back({s.key, s.layout, std::move(b)});
+    if (std::shared_ptr<const PackedBlob> b = s.weak.lock()) out.push_back({s.key, s.layout, std::move(b), s.save});
   return out;
 }
 

@@ -51,18 +51,22 @@ class PackedWeights {
   struct Entry {
     std::string key, layout;
     std::shared_ptr<const PackedBlob> blob;
+    // Worth a place in a saved plan: converting costs more than reading the bytes back (oneDNN's
+    // Winograd transforms); a plain reorder into blocks is made again at load instead.
+    bool save = true;
   };
   // The live entry of (key, layout) with exactly `bytes` bytes, or null.
   std::shared_ptr<const PackedBlob> find(const std::string& key, const std::string& layout, size_t bytes);
   // Publishes blob for (key, layout) unless a live entry of its size is there already (another
   // plan made it meanwhile): returns the one kept. One entry per (key, layout).
   std::shared_ptr<const PackedBlob> put(const std::string& key, const std::string& layout,
-                                        std::shared_ptr<const PackedBlob> blob);
+                                        std::shared_ptr<const PackedBlob> blob, bool save = true);
   // put, and held strongly for the store's lifetime.
   void pin(const std::string& key, const std::string& layout, std::shared_ptr<const PackedBlob> blob);
-  std::vector<Entry> entries() const;  // the live ones, in insertion order
-  size_t size() const;                 // live entries
-  size_t bytes() const;                // of the live entries
+  bool saves(const std::string& key, const std::string& layout) const;  // the entry's `save` (true if none)
+  std::vector<Entry> entries() const;                                   // the live ones, in insertion order
+  size_t size() const;                                                  // live entries
+  size_t bytes() const;                                                 // of the live entries
   // Lookups that found an entry / that did not (the caller then packed and put).
   uint64_t hits() const;
   uint64_t misses() const;
@@ -72,9 +76,10 @@ class PackedWeights {
     std::string key, layout;
     std::weak_ptr<const PackedBlob> weak;
     std::shared_ptr<const PackedBlob> strong;  // pinned, or held by a view
+    bool save = true;
   };
   std::shared_ptr<const PackedBlob> insert(const std::string& key, const std::string& layout,
-                                           std::shared_ptr<const PackedBlob> blob, bool hold);
+                                           std::shared_ptr<const PackedBlob> blob, bool hold, bool save);
   std::shared_ptr<PackedWeights> parent_;
   mutable std::mutex mu_;
   std::vector<Slot> slots_;

@@ -284,7 +284,8 @@ Status Session::save_plan(const std::string& path,
     sp.graph = s.graph;  // nodes share their constants and typed ops with the session's graph
     if (Status st = attributes_for_ops(sp.graph); !st.is_ok()) return st.prefixed("save_plan: ");
     sp.summary = s.summary;
-    sp.packed = packed->entries();
+    for (PackedWeights::Entry& e : packed->entries())
+      if (e.save) sp.packed.push_back(std::move(e));
     return write_file_atomic(path, encode_saved_plan(sp));
   });
 }

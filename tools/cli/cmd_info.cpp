@@ -144,7 +144,7 @@ int cmd_info(int argc, char** argv) {
              mib(at(rep->arena_bytes_per_device, d)), mib(at(rep->weight_bytes_per_device, d)),
              mib(at(rep->scratch_bytes_per_device, d)));
     printf("  one run    %.2f MiB on %s (weights + arena + scratch: what --memory-budget bounds)", mib(rep->peak_bytes),
-           opts.device.str().c_str());
+           s.options().device.str().c_str());
     if (rep->chunks)
       printf("; runs in %lld chunks of at most %lld", static_cast<long long>(rep->chunks),
              static_cast<long long>(rep->chunk_batch));

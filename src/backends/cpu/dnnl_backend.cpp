@@ -320,7 +320,10 @@ memory packed_weights(DnnlKernel& k, const StepRequest& req, const std::string& 
   memory from = src;
   dnnl::reorder(from, dst).execute(s, from, dst);
   s.wait();
-  return k.adopt(md, req.packed->put(key, layout, std::move(blob)));
+  // Only Winograd-transformed weights go into saved plans: a reorder into blocks costs about what
+  // reading its bytes back from the file does (measured: docs/saved_plans.md).
+  const bool save = md.data.format_kind == dnnl_format_kind_wino;
+  return k.adopt(md, req.packed->put(key, layout, std::move(blob), save));
 }
 
 void log_impl(const StepRequest& req, const std::string& impl) {
