@@ -237,11 +237,16 @@ TEST(SavedPlan, ALoadedPlanSavesAgain) {
   expect_same_bits(*s.from, *twice.value(), 3);
 }
 
+// The test model saved with its 3x3 convs in Winograd where oneDNN has it (else as chosen).
+Saved save_winograd() {
+  return save_one(test::onednn_has_winograd() ? SessionOptions::ConvAlgo::kWinograd : SessionOptions::ConvAlgo::kAuto);
+}
+
 // Saved plans keep the Winograd-transformed weights (section PACK); reorders into blocks are made
 // again at load. Where oneDNN has no Winograd (AVX2), a plan keeps none and converts all at load.
 TEST(SavedPlan, WinogradWeightsAreStoredAndAdoptedAtLoad) {
   const bool wino = test::onednn_has_winograd();
-  Saved s = save_one(wino ? SessionOptions::ConvAlgo::kWinograd : SessionOptions::ConvAlgo::kAuto);
+  Saved s = save_winograd();
   ASSERT_TRUE(s.from);
   auto sp = decode_saved_plan(s.bytes, limits::Limits{});
   ASSERT_TRUE(sp.is_ok()) << sp.message();
@@ -267,7 +272,7 @@ TEST(SavedPlan, WinogradWeightsAreStoredAndAdoptedAtLoad) {
 // from the graph's constants), and the store itself keeps one entry per (key, layout).
 TEST(SavedPlan, PackedWeightsOfTheWrongSizeAreConvertedAgain) {
   const bool wino = test::onednn_has_winograd();
-  Saved s = save_one(wino ? SessionOptions::ConvAlgo::kWinograd : SessionOptions::ConvAlgo::kAuto);
+  Saved s = save_winograd();
   ASSERT_TRUE(s.from);
   auto sp = decode_saved_plan(s.bytes, limits::Limits{});
   ASSERT_TRUE(sp.is_ok()) << sp.message();
