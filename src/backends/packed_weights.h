@@ -1,15 +1,16 @@
 // Packed weights: constants a backend converted into its own format at kernel creation (oneDNN's
 // blocked and Winograd-transformed weights), kept by the session so that all its plans (every
-// batch size, chunk plans, plans rebuilt after eviction) share one copy, and carried in saved
-// plans so that loading one skips the conversion (docs/saved_plans.md, section PACK).
+// batch size, chunk plans, plans rebuilt after eviction) share one copy; those whose conversion
+// costs more than reading them back (Entry::save: the Winograd transforms) are carried in saved
+// plans, so that loading one skips it (docs/saved_plans.md, section PACK).
 //
-// An entry is found by (key, layout): the key names the weights (backend, the node's first
-// output value, what the call site made of them: "dnnl:conv:<value>", "dnnl:qconv-f32:<value>:
-// c0=64"), the layout is the backend's canonical description of the packed format (its bytes
-// depend only on the format: oneDNN's memory descriptor, field by field). Two plans that pick
-// the same format for a node's weights share the bytes; a different format is another entry.
-// Entries loaded from a file are untrusted: a lookup also requires the byte count that the
-// asking kernel computed, and the layout is only compared, never interpreted.
+// An entry is found by (key, layout): the key names the weights (backend, what the call site made
+// of them, the node's weight and output value ids, its name: "dnnl:conv:w12:y40:conv1",
+// "dnnl:qconv-f32:c0=64:cn=64:w12:y40:conv1"), the layout is the backend's canonical description of the packed format
+// (its bytes depend only on the format: oneDNN's memory descriptor, field by field). Two plans that pick the same
+// format for a node's weights share the bytes; a different format is another entry. Entries loaded from a file are
+// untrusted: a lookup also requires the byte count that the asking kernel computed, and the layout is only compared,
+// never interpreted.
 #pragma once
 
 #include <cstddef>

@@ -1,8 +1,8 @@
 // Saved plans (docs/saved_plans.md): Session::save_plan writes the optimized graph, the algorithm
 // choices its plans used, the input shapes to prepare and the weights those plans converted into
-// their backends' formats, under a header naming the device, its
-// architecture and the library versions; Session::load recognizes the file by its magic bytes
-// and rebuilds the session without passes or timing, or refuses a plan made elsewhere.
+// their backends' formats where converting costs more than reading (Winograd transforms), under a header naming the
+// device, its architecture and the library versions; Session::load recognizes the file by its magic bytes and rebuilds
+// the session without passes or timing, or refuses a plan made elsewhere.
 #pragma once
 
 #include <cstdint>

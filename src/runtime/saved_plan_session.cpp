@@ -336,10 +336,8 @@ Result<std::unique_ptr<Session>> load_saved_plan(const std::string& bytes, const
                                  ", conv algo " + algo(h.conv_algo) + ", winograd " + wino(h.winograd) + ", search " +
                                  search(h.search) + ", backends " + backends_str(h.backends);
   props["infera.plan.choices"] = std::to_string(sp.choices.size());
-  size_t packed_bytes = 0;
-  for (const PackedWeights::Entry& e : impl->packed->entries()) packed_bytes += e.blob->size();
   char mib[32];
-  std::snprintf(mib, sizeof mib, " (%.1f MiB)", packed_bytes / 1048576.0);
+  std::snprintf(mib, sizeof mib, " (%.1f MiB)", impl->packed->bytes() / 1048576.0);
   props["infera.plan.packed"] = std::to_string(sp.packed.size()) + mib;
   std::string shapes;
   for (auto& s : sp.shapes) shapes += (shapes.empty() ? "" : "; ") + shape_line(s);
