@@ -13,7 +13,15 @@ std::shared_ptr<PackedBlob> PackedBlob::make(size_t bytes) {
   return b;
 }
 
-PackedBlob::~PackedBlob() { std::free(data_); }
+std::shared_ptr<PackedBlob> PackedBlob::wrap(void* data, size_t bytes, int device, std::shared_ptr<void> owner) {
+  std::shared_ptr<PackedBlob> b(new PackedBlob());
+  b->data_ = data, b->size_ = bytes, b->device_ = device, b->owner_ = std::move(owner);
+  return b;
+}
+
+PackedBlob::~PackedBlob() {
+  if (!owner_) std::free(data_);
+}
 
 std::shared_ptr<const PackedBlob> PackedWeights::find(const std::string& key, const std::string& layout, size_t bytes) {
   {

@@ -1,5 +1,6 @@
 // Packed weights: constants a backend converted into its own format at kernel creation (oneDNN's
-// blocked and Winograd-transformed weights), kept by the session so that all its plans (every
+// blocked and Winograd-transformed weights; the GPU's OHWI fp16 / int8 weights, biases and
+// per-channel tables, in device memory), kept by the session so that all its plans (every
 // batch size, chunk plans, plans rebuilt after eviction) share one copy; those whose conversion
 // costs more than reading them back (Entry::save: the Winograd transforms) are carried in saved
 // plans, so that loading one skips it (docs/saved_plans.md, section PACK).
@@ -23,21 +24,26 @@
 
 namespace infera {
 
-// 64-byte aligned bytes, immutable once published.
+// Bytes immutable once published: 64-byte aligned host memory (make), or memory another
+// allocator owns (wrap: a GPU's), freed by its owner when the last user lets go.
 class PackedBlob {
  public:
   static std::shared_ptr<PackedBlob> make(size_t bytes);  // nullptr when out of memory
+  static std::shared_ptr<PackedBlob> wrap(void* data, size_t bytes, int device, std::shared_ptr<void> owner);
   ~PackedBlob();
   PackedBlob(const PackedBlob&) = delete;
   PackedBlob& operator=(const PackedBlob&) = delete;
   void* data() { return data_; }
   const void* data() const { return data_; }
   size_t size() const { return size_; }
+  int device() const { return device_; }  // -1: host memory; else the GPU's index (never saved)
 
  private:
   PackedBlob() = default;
   void* data_ = nullptr;
   size_t size_ = 0;
+  int device_ = -1;
+  std::shared_ptr<void> owner_;  // wrap's
 };
 
 class PackedWeights {

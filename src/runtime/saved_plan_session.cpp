@@ -285,7 +285,7 @@ Status Session::save_plan(const std::string& path,
     if (Status st = attributes_for_ops(sp.graph); !st.is_ok()) return st.prefixed("save_plan: ");
     sp.summary = s.summary;
     for (PackedWeights::Entry& e : packed->entries())
-      if (e.save) sp.packed.push_back(std::move(e));
+      if (e.save && e.blob->device() < 0) sp.packed.push_back(std::move(e));  // host bytes only
     return write_file_atomic(path, encode_saved_plan(sp));
   });
 }

@@ -331,6 +331,19 @@ TEST(SavedPlan, PackedWeightsOfTheWrongSizeAreConvertedAgain) {
   EXPECT_EQ(session.find("gone", "L", 8), nullptr) << "no kernel uses it any more: freed";
   EXPECT_NE(session.find("kept", "L", 8), nullptr);
   EXPECT_EQ(session.size(), 1u);
+  // Memory another allocator owns (a GPU's device copies): its owner frees it with the last user.
+  auto freed = std::make_shared<bool>(false);
+  {
+    static int word = 0;
+    std::shared_ptr<void> owner(&word, [freed](void*) { *freed = true; });
+    std::shared_ptr<PackedBlob> g = PackedBlob::wrap(&word, sizeof word, 0, std::move(owner));
+    EXPECT_EQ(g->device(), 0);
+    EXPECT_EQ(g->data(), static_cast<void*>(&word));
+    session.put("gpu0:conv-w:w1:y2:c", "L", g, false);
+    EXPECT_FALSE(*freed) << "a kernel still holds it";
+  }
+  EXPECT_TRUE(*freed);
+  EXPECT_EQ(PackedBlob::make(8)->device(), -1) << "make's bytes are the host's";
 }
 
 // Re-encodes the plan with one header field changed (the checksum made right again).

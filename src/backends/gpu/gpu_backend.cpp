@@ -66,11 +66,47 @@ Result<DeviceBuffer> DeviceBuffer::upload(int device, const void* host, size_t b
   return b;  // a Result already
 }
 
-Result<DeviceBuffer> upload_floats(const GpuConfig& c, const float* v, size_t n, bool as_f16) {
-  if (!as_f16) return DeviceBuffer::upload(c.dev.index, v, n * sizeof(float));
-  std::vector<uint16_t> h(n);
-  for (size_t i = 0; i < n; ++i) h[i] = float_to_half(v[i]);
-  return DeviceBuffer::upload(c.dev.index, h.data(), n * sizeof(uint16_t));
+std::vector<uint8_t> float_bytes(const float* v, size_t n, bool as_f16) {
+  std::vector<uint8_t> out(n * (as_f16 ? sizeof(uint16_t) : sizeof(float)));
+  if (!as_f16) {
+    if (n) std::memcpy(out.data(), v, out.size());
+    return out;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t h = float_to_half(v[i]);
+    std::memcpy(out.data() + i * sizeof(h), &h, sizeof(h));
+  }
+  return out;
+}
+
+std::string layout_of(const char* dtype, const std::vector<int64_t>& dims) {
+  std::string s = std::string(dtype) + ":";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "x" : "") + std::to_string(dims[i]);
+  return s;
+}
+
+Result<DeviceConst> device_const(const GpuConfig& c, const StepRequest& req, int input, const std::string& what,
+                                 const std::string& layout, size_t bytes,
+                                 const std::function<std::vector<uint8_t>()>& make) {
+  const Node& n = *req.node;
+  const bool shared = req.packed && input >= 0 && static_cast<size_t>(input) < n.inputs.size() && !n.outputs.empty();
+  const std::string key = shared
+                              ? "gpu" + std::to_string(c.dev.index) + ":" + what + ":w" +
+                                    std::to_string(n.inputs[input]) + ":y" + std::to_string(n.outputs[0]) + ":" + n.name
+                              : std::string();
+  if (shared)
+    if (DeviceConst d = req.packed->find(key, layout, bytes)) return d;
+  const std::vector<uint8_t> host = make();
+  if (host.size() != bytes)
+    return Status::error(StatusCode::kInternal, "gpu: " + what + " of " + n.label() + ": made " +
+                                                    std::to_string(host.size()) + " bytes, not " +
+                                                    std::to_string(bytes));
+  auto b = DeviceBuffer::upload(c.dev.index, host.data(), bytes);
+  if (!b.is_ok()) return b.status();
+  auto owner = std::make_shared<DeviceBuffer>(b.take());
+  void* p = owner->get();
+  DeviceConst d = PackedBlob::wrap(p, bytes, c.dev.index, std::move(owner));
+  return shared ? req.packed->put(key, layout, std::move(d), false) : d;
 }
 
 Support support_all(const StepRequest& req, const std::vector<FormatSet>& in, const std::vector<FormatSet>& out) {

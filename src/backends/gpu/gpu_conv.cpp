@@ -271,27 +271,34 @@ class ConvKernel : public GpuKernel {
   Status init(const StepRequest& req) {
     const ChannelSlice slice = req.slice_of(0);  // Concat in place: y is a slice of a wider NHWC value
     y_ps_ = slice.channels, y_coff_ = slice.offset;
-    // Weights OIHW (float32, host) -> OHWI in the conv's dtype, on the device.
-    const Tensor& wt = *req.inputs[1]->value;
+    // Weights OIHW (float32, host) -> OHWI in the conv's dtype, on the device (shared by the
+    // session's plans).
     const gpu::ConvShape& s = p_.shape;
     const int cg = s.c / s.groups;
-    std::vector<float> ohwi(static_cast<size_t>(s.k) * s.r * s.s * cg);
-    const float* src = wt.data_as<float>();
-    for (int k = 0; k < s.k; ++k)
-      for (int ci = 0; ci < cg; ++ci)
-        for (int r = 0; r < s.r; ++r)
-          for (int q = 0; q < s.s; ++q)
-            ohwi[((static_cast<size_t>(k) * s.r + r) * s.s + q) * cg + ci] =
-                src[((static_cast<size_t>(k) * cg + ci) * s.r + r) * s.s + q];
-    auto w = upload_floats(cfg_, ohwi.data(), ohwi.size(), cfg_.f16());
+    const size_t n = static_cast<size_t>(s.k) * s.r * s.s * cg;
+    const bool f16 = cfg_.f16();
+    auto w = device_const(cfg_, req, 1, "conv-w", layout_of(f16 ? "ohwi-f16" : "ohwi-f32", {s.k, s.r, s.s, cg}),
+                          n * (f16 ? 2 : 4), [&] {
+                            std::vector<float> ohwi(n);
+                            const float* src = req.inputs[1]->value->data_as<float>();
+                            for (int k = 0; k < s.k; ++k)
+                              for (int ci = 0; ci < cg; ++ci)
+                                for (int r = 0; r < s.r; ++r)
+                                  for (int q = 0; q < s.s; ++q)
+                                    ohwi[((static_cast<size_t>(k) * s.r + r) * s.s + q) * cg + ci] =
+                                        src[((static_cast<size_t>(k) * cg + ci) * s.r + r) * s.s + q];
+                            return float_bytes(ohwi.data(), n, f16);
+                          });
     if (!w.is_ok()) return w.status();
     w_ = w.take();
-    weight_bytes_ = w_.bytes();
+    weight_bytes_ = w_->size();
     if (p_.bias) {
-      auto b = DeviceBuffer::upload(cfg_.dev.index, req.inputs[2]->value->data(), static_cast<size_t>(s.k) * 4);
+      const float* bias = req.inputs[2]->value->data_as<float>();
+      auto b = device_const(cfg_, req, 2, "conv-b", layout_of("f32", {s.k}), static_cast<size_t>(s.k) * 4,
+                            [&] { return float_bytes(bias, s.k, false); });
       if (!b.is_ok()) return b.status();
       bias_ = b.take();
-      weight_bytes_ += bias_.bytes();
+      weight_bytes_ += bias_->size();
     }
     return choose(req);
   }
@@ -301,9 +308,9 @@ class ConvKernel : public GpuKernel {
   Status run(ComputeContext& ctx) const override {
     gpu::ConvTensors t;
     t.x = {ctx.in(0).data, 0, 0};
-    t.w = w_.get();
+    t.w = w_->data();
     t.y = {ctx.out(0).data, y_ps_, y_coff_};
-    t.ep.bias = static_cast<const float*>(bias_.get());
+    t.ep.bias = static_cast<const float*>(data_of(bias_));
     if (p_.residual) t.ep.residual = {ctx.in(3).data, 0, 0};
     t.ep.act = p_.act;
     if (choice_.vendor)
@@ -333,9 +340,9 @@ class ConvKernel : public GpuKernel {
       return Status::error(StatusCode::kOutOfMemory, "gpu: no device memory to time the conv kernels");
     gpu::ConvTensors t;
     t.x = {x.value(), 0, 0};
-    t.w = w_.get();
+    t.w = w_->data();
     t.y = {y.value(), y_ps_, y_coff_};
-    t.ep.bias = static_cast<const float*>(bias_.get());
+    t.ep.bias = static_cast<const float*>(data_of(bias_));
     if (p_.residual) t.ep.residual = {z.value(), 0, 0};
     t.ep.act = p_.act;
     choice_.device = cfg_.dev.index;
@@ -364,7 +371,7 @@ class ConvKernel : public GpuKernel {
   }
 
   ConvPlan p_;
-  DeviceBuffer w_, bias_;
+  DeviceConst w_, bias_;
   int64_t y_ps_ = 0, y_coff_ = 0;  // y's pixel stride (0: tight) and channel offset in its buffer
   Choice choice_;                  // ours or cuDNN's engine
 };
@@ -456,35 +463,44 @@ class QConvKernel : public GpuKernel {
     const gpu::QConvShape& s = p_.shape;
     const int cr = p_.c_real;
     // Weights OIHW int8 (host) -> OHWI with the channels padded to s.c; the filter sums serve a
-    // nonzero input zero point: sum (x - zp) w = sum x w - zp sum w.
+    // nonzero input zero point: sum (x - zp) w = sum x w - zp sum w. On the device, shared by the
+    // session's plans; the scales' key is the weights' input too (x_scale is the node's).
     const int8_t* src = req.inputs[1]->value->data_as<int8_t>();
-    std::vector<int8_t> ohwi(static_cast<size_t>(s.k) * s.r * s.s * s.c, 0);
-    std::vector<int32_t> wsum(s.k, 0);
-    for (int k = 0; k < s.k; ++k)
-      for (int ci = 0; ci < cr; ++ci)
-        for (int r = 0; r < s.r; ++r)
-          for (int q = 0; q < s.s; ++q) {
-            const int8_t v = src[((static_cast<size_t>(k) * cr + ci) * s.r + r) * s.s + q];
-            ohwi[((static_cast<size_t>(k) * s.r + r) * s.s + q) * s.c + ci] = v;
-            wsum[k] += v;
-          }
-    std::vector<double> scale(s.k);
-    for (int k = 0; k < s.k; ++k)
-      scale[k] = double(p_.x_scale) * double(p_.w_scales.size() == 1 ? p_.w_scales[0] : p_.w_scales[k]);
-    const int dev = cfg_.dev.index;
-    auto w = DeviceBuffer::upload(dev, ohwi.data(), ohwi.size());
-    auto sc = DeviceBuffer::upload(dev, scale.data(), scale.size() * sizeof(double));
-    auto ws = DeviceBuffer::upload(dev, wsum.data(), wsum.size() * sizeof(int32_t));
+    const size_t per_k = static_cast<size_t>(cr) * s.r * s.s, n = static_cast<size_t>(s.k) * s.r * s.s * s.c;
+    auto w = device_const(cfg_, req, 1, "qconv-w", layout_of("ohwi-s8", {s.k, s.r, s.s, s.c, cr}), n, [&] {
+      std::vector<uint8_t> ohwi(n, 0);
+      for (int k = 0; k < s.k; ++k)
+        for (int ci = 0; ci < cr; ++ci)
+          for (int r = 0; r < s.r; ++r)
+            for (int q = 0; q < s.s; ++q)
+              ohwi[((static_cast<size_t>(k) * s.r + r) * s.s + q) * s.c + ci] =
+                  static_cast<uint8_t>(src[((static_cast<size_t>(k) * cr + ci) * s.r + r) * s.s + q]);
+      return ohwi;
+    });
+    auto ws = device_const(cfg_, req, 1, "qconv-wsum", layout_of("s32", {s.k}), s.k * sizeof(int32_t), [&] {
+      std::vector<int32_t> wsum(s.k, 0);
+      for (int k = 0; k < s.k; ++k)
+        for (size_t i = 0; i < per_k; ++i) wsum[k] += src[k * per_k + i];
+      return bytes_of(wsum);
+    });
+    auto sc = device_const(cfg_, req, 1, "qconv-scale", layout_of("f64", {s.k}), s.k * sizeof(double), [&] {
+      std::vector<double> scale(s.k);
+      for (int k = 0; k < s.k; ++k)
+        scale[k] = double(p_.x_scale) * double(p_.w_scales.size() == 1 ? p_.w_scales[0] : p_.w_scales[k]);
+      return bytes_of(scale);
+    });
     if (!w.is_ok()) return w.status();
     if (!sc.is_ok()) return sc.status();
     if (!ws.is_ok()) return ws.status();
     w_ = w.take(), scale_ = sc.take(), wsum_ = ws.take();
-    weight_bytes_ = w_.bytes() + scale_.bytes() + wsum_.bytes();
+    weight_bytes_ = w_->size() + scale_->size() + wsum_->size();
     if (p_.bias) {
-      auto b = DeviceBuffer::upload(dev, req.inputs[2]->value->data(), static_cast<size_t>(s.k) * 4);
+      const int32_t* bias = req.inputs[2]->value->data_as<int32_t>();
+      auto b = device_const(cfg_, req, 2, "qconv-b", layout_of("s32", {s.k}), s.k * sizeof(int32_t),
+                            [&] { return bytes_of(std::vector<int32_t>(bias, bias + s.k)); });
       if (!b.is_ok()) return b.status();
       bias_ = b.take();
-      weight_bytes_ += bias_.bytes();
+      weight_bytes_ += bias_->size();
     }
     pad_bytes_ = p_.c_real != s.c ? static_cast<size_t>(s.n) * s.h * s.w * s.c : 0;
     return choose(req);
@@ -509,11 +525,11 @@ class QConvKernel : public GpuKernel {
   gpu::QConvTensors tensors(const void* x, void* y, const void* z) const {
     gpu::QConvTensors t;
     t.x = {x, 0, 0};
-    t.w = static_cast<const int8_t*>(w_.get());
+    t.w = static_cast<const int8_t*>(w_->data());
     t.y = {y, 0, 0};
-    t.bias = static_cast<const int32_t*>(bias_.get());
-    t.scale = static_cast<const double*>(scale_.get());
-    t.wsum = static_cast<const int32_t*>(wsum_.get());
+    t.bias = static_cast<const int32_t*>(data_of(bias_));
+    t.scale = static_cast<const double*>(scale_->data());
+    t.wsum = static_cast<const int32_t*>(wsum_->data());
     t.z = {z, 0, 0};
     t.z_scale = p_.z_scale;
     t.z_zero_point = p_.z_zero_point;
@@ -554,7 +570,7 @@ class QConvKernel : public GpuKernel {
   }
 
   QConvPlan p_;
-  DeviceBuffer w_, bias_, scale_, wsum_;
+  DeviceConst w_, bias_, scale_, wsum_;
   size_t pad_bytes_ = 0;  // scratch for the channel-padded input (odd C)
   Choice choice_;
 };
@@ -644,21 +660,28 @@ class GemmKernel : public GpuKernel {
   GemmKernel(const GpuConfig& c, GemmPlan p) : GpuKernel(c, ""), p_(std::move(p)) {}
 
   Status init(const StepRequest& req) {
+    // Constant B (alpha folded) in the device's storage type and the bias (beta * C), shared by
+    // the session's plans.
+    const bool f16 = cfg_.f16();
     if (p_.b_const) {
       const Tensor& bt = *req.inputs[1]->value;
-      std::vector<float> b(bt.data_as<float>(), bt.data_as<float>() + bt.numel());
-      if (p_.alpha != 1.f)
-        for (float& v : b) v *= p_.alpha;
-      auto w = upload_floats(cfg_, b.data(), b.size(), cfg_.f16());
+      const size_t n = static_cast<size_t>(bt.numel());
+      auto w = device_const(cfg_, req, 1, "gemm-b", layout_of(f16 ? "f16" : "f32", bt.dims()), n * (f16 ? 2 : 4), [&] {
+        std::vector<float> b(bt.data_as<float>(), bt.data_as<float>() + n);
+        if (p_.alpha != 1.f)
+          for (float& v : b) v *= p_.alpha;
+        return float_bytes(b.data(), n, f16);
+      });
       if (!w.is_ok()) return w.status();
       b_ = w.take();
-      weight_bytes_ += b_.bytes();
+      weight_bytes_ += b_->size();
     }
     if (!p_.bias.empty()) {
-      auto bb = DeviceBuffer::upload(cfg_.dev.index, p_.bias.data(), p_.bias.size() * 4);
+      auto bb = device_const(cfg_, req, 2, "gemm-bias", layout_of("f32", {static_cast<int64_t>(p_.bias.size())}),
+                             p_.bias.size() * 4, [&] { return bytes_of(p_.bias); });
       if (!bb.is_ok()) return bb.status();
       bias_ = bb.take();
-      weight_bytes_ += bias_.bytes();
+      weight_bytes_ += bias_->size();
     }
     return choose(req);
   }
@@ -668,9 +691,9 @@ class GemmKernel : public GpuKernel {
   Status run(ComputeContext& ctx) const override {
     gpu::GemmTensors t;
     t.a = ctx.in(0).data;
-    t.b = p_.b_const ? b_.get() : ctx.in(1).data;
+    t.b = p_.b_const ? b_->data() : ctx.in(1).data;
     t.c = ctx.out(0).data;
-    t.bias = static_cast<const float*>(bias_.get());
+    t.bias = static_cast<const float*>(data_of(bias_));
     t.act = p_.act;
     if (choice_.vendor)
       INFERA_GPU_OK(ctx.node.label(),
@@ -698,9 +721,9 @@ class GemmKernel : public GpuKernel {
       return Status::error(StatusCode::kOutOfMemory, "gpu: no device memory to time the gemm kernels");
     gpu::GemmTensors t;
     t.a = a.value();
-    t.b = p_.b_const ? b_.get() : b.value();
+    t.b = p_.b_const ? b_->data() : b.value();
     t.c = y.value();
-    t.bias = static_cast<const float*>(bias_.get());
+    t.bias = static_cast<const float*>(data_of(bias_));
     t.act = p_.act;
     choice_.device = cfg_.dev.index;
     char shape[256];
@@ -723,7 +746,7 @@ class GemmKernel : public GpuKernel {
   }
 
   GemmPlan p_;
-  DeviceBuffer b_, bias_;
+  DeviceConst b_, bias_;
   Choice choice_;  // ours or cuBLASLt's algorithm
 };
 

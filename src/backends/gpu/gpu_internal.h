@@ -3,6 +3,7 @@
 // Vendor names come only through vendor.h (gpu*).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "backends/backend.h"
 #include "backends/gpu/gpu_backend.h"
 #include "backends/gpu/kernels.h"
+#include "backends/packed_weights.h"
 
 namespace infera::gpu_backend {
 
@@ -79,8 +81,28 @@ struct GpuConfig {
 inline gpu::DType dtype_of(Format f) { return format_is_f16(f) ? gpu::DType::kF16 : gpu::DType::kF32; }
 inline bool is_nhwc(Format f) { return f == Format::kNhwc || f == Format::kNhwcF16; }
 
-// Converts host float32 values to the device's storage type (fp16 or fp32) and uploads them.
-Result<DeviceBuffer> upload_floats(const GpuConfig& c, const float* v, size_t n, bool as_f16);
+// A constant of a step in device memory (weights, biases, per-channel tables), shared by every
+// plan of the session through its packed store (backends/packed_weights.h). The entry's key names
+// the node (its constant input `input`, its first output, its name) and `what` the kernel made of
+// it ("conv-w"); `layout` is everything else the bytes depend on (storage type, order, shape). The
+// first plan that asks uploads the `bytes` host bytes `make` returns; later plans of the session
+// (other batch sizes, chunk plans, a plan rebuilt after eviction) take the same device copy. Without
+// a store (a kernel made outside a session) the copy is the kernel's own. Device entries never go
+// into saved plans: transposing and converting them again costs less than reading them back.
+using DeviceConst = std::shared_ptr<const PackedBlob>;
+Result<DeviceConst> device_const(const GpuConfig& c, const StepRequest& req, int input, const std::string& what,
+                                 const std::string& layout, size_t bytes,
+                                 const std::function<std::vector<uint8_t>()>& make);
+inline const void* data_of(const DeviceConst& d) { return d ? d->data() : nullptr; }
+// Host float32 values as the bytes of the device's storage type (fp16 or fp32).
+std::vector<uint8_t> float_bytes(const float* v, size_t n, bool as_f16);
+template <class T>
+std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
+  const auto* b = reinterpret_cast<const uint8_t*>(v.data());
+  return std::vector<uint8_t>(b, b + v.size() * sizeof(T));
+}
+// "f16:64x3x3x64": a layout's storage type and dims.
+std::string layout_of(const char* dtype, const std::vector<int64_t>& dims);
 
 // The kernel every family builds: a device step with the config it was made for.
 class GpuKernel : public StepKernel {

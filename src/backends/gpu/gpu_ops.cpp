@@ -110,34 +110,35 @@ class BatchNormKernel : public GpuKernel {
   BatchNormKernel(const GpuConfig& c, int n, int hw, int ch)
       : GpuKernel(c, "batchnorm_affine_nhwc"), n_(n), hw_(hw), c_(ch) {}
   Status init(const StepRequest& req, float eps) {
-    std::vector<float> scale(c_), shift(c_);
-    const float* g = req.inputs[1]->value->data_as<float>();
-    const float* b = req.inputs[2]->value->data_as<float>();
-    const float* m = req.inputs[3]->value->data_as<float>();
-    const float* v = req.inputs[4]->value->data_as<float>();
-    for (int i = 0; i < c_; ++i) {
-      scale[i] = static_cast<float>(g[i] / std::sqrt(static_cast<double>(v[i]) + eps));
-      shift[i] = static_cast<float>(b[i] - m[i] * static_cast<double>(scale[i]));
-    }
-    auto s = DeviceBuffer::upload(cfg_.dev.index, scale.data(), scale.size() * 4);
-    auto t = DeviceBuffer::upload(cfg_.dev.index, shift.data(), shift.size() * 4);
-    if (!s.is_ok()) return s.status();
-    if (!t.is_ok()) return t.status();
-    scale_ = s.take(), shift_ = t.take();
+    // scale = g / sqrt(v + eps), shift = b - m * scale, as one [2][C] table shared by the session's plans.
+    auto st = device_const(cfg_, req, 1, "bn-affine", layout_of("f32", {2, c_}), 8 * static_cast<size_t>(c_), [&] {
+      std::vector<float> t(2 * static_cast<size_t>(c_));
+      const float* g = req.inputs[1]->value->data_as<float>();
+      const float* b = req.inputs[2]->value->data_as<float>();
+      const float* m = req.inputs[3]->value->data_as<float>();
+      const float* v = req.inputs[4]->value->data_as<float>();
+      for (int i = 0; i < c_; ++i) {
+        t[i] = static_cast<float>(g[i] / std::sqrt(static_cast<double>(v[i]) + eps));
+        t[c_ + i] = static_cast<float>(b[i] - m[i] * static_cast<double>(t[i]));
+      }
+      return bytes_of(t);
+    });
+    if (!st.is_ok()) return st.status();
+    table_ = st.take();
     weight_bytes_ = 8 * static_cast<size_t>(c_);
     return Status::ok();
   }
   Status run(ComputeContext& ctx) const override {
-    INFERA_GPU_OK(ctx.node.label(),
-                  gpu::batchnorm_affine(cfg_.dtype(), n_, hw_, c_, {ctx.in(0).data, 0, 0},
-                                        static_cast<const float*>(scale_.get()),
-                                        static_cast<const float*>(shift_.get()), {ctx.out(0).data, 0, 0}, stream(ctx)));
+    INFERA_GPU_OK(ctx.node.label(), gpu::batchnorm_affine(cfg_.dtype(), n_, hw_, c_, {ctx.in(0).data, 0, 0},
+                                                          static_cast<const float*>(table_->data()),
+                                                          static_cast<const float*>(table_->data()) + c_,
+                                                          {ctx.out(0).data, 0, 0}, stream(ctx)));
     return Status::ok();
   }
 
  private:
   int n_, hw_, c_;
-  DeviceBuffer scale_, shift_;
+  DeviceConst table_;  // [2][C]: scale, shift
 };
 
 const BatchNormOp* plan_bn(const StepRequest& req) {
@@ -324,11 +325,13 @@ class PointwiseKernel : public GpuKernel {
       const ValueInfo& v = *req.inputs[slot];
       gpu::PwOperand& o = ops_[k];
       if (!operand_of(space_, y, view(v.shape.concrete()), req.in_format(slot), o)) return false;
-      if (v.value) {  // constants are uploaded once, in float32
-        auto b = DeviceBuffer::upload(cfg_.dev.index, v.value->data(), v.value->nbytes());
+      if (v.value) {  // constants are uploaded once per session, in float32
+        const auto* host = static_cast<const uint8_t*>(v.value->data());
+        auto b = device_const(cfg_, req, slot, "pw-const", layout_of("f32", v.value->dims()), v.value->nbytes(),
+                              [&] { return std::vector<uint8_t>(host, host + v.value->nbytes()); });
         if (!b.is_ok()) return b.status();
         const_ = b.take();
-        weight_bytes_ = const_.bytes();
+        weight_bytes_ = const_->size();
         o.dtype = gpu::DType::kF32;
       } else {
         o.dtype = dtype_of(req.in_format(slot));
@@ -345,7 +348,7 @@ class PointwiseKernel : public GpuKernel {
     d.num_inputs = 1;
     if (p_.other >= 0) {
       d.in[1] = ops_[1];
-      d.in[1].data = const_.get() ? const_.get() : ctx.in(p_.other).data;
+      d.in[1].data = const_ ? const_->data() : ctx.in(p_.other).data;
       d.num_inputs = 2;
       d.steps[0].op = p_.op;
       d.steps[0].operand = 1;
@@ -365,7 +368,7 @@ class PointwiseKernel : public GpuKernel {
   PwPlan p_;
   PwSpace space_;
   gpu::PwOperand ops_[2];
-  DeviceBuffer const_;
+  DeviceConst const_;
 };
 
 // Whether an operand of dims v could be read in some format (the planner picks which).
