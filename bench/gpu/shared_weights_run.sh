@@ -55,6 +55,7 @@ for r in $(seq "${ROUNDS:-3}"); do
   for v in base new; do
     b=$base; [ $v = new ] && b=$bin/infera
     echo "round $r $v build: $(sampled timeout 120 "$b" build $m -o $work/$v.iplan "${gpu[@]}" --batch 1,32,256)"
+    grep -E "^batch" "$work/cmd.txt"
     echo "round $r $v info:  $(sampled timeout 120 "$b" info $work/$v.iplan)"
     grep -E "weights|packed" "$work/cmd.txt" | head -n 8
   done
