@@ -138,7 +138,8 @@ class InferenceSession:
 
     def prepare(self, input_shapes):
         """Makes (or finds) the plan for {input name: shape}; returns its report (arena, weight and
-        scratch bytes, steps per backend, build ms, output dims)."""
+        scratch bytes, also per device; steps per backend; build ms; perf db choices found / timed;
+        weights in backend formats reused / converted; peak bytes and chunking; output dims)."""
         return self._core.prepare({k: [int(d) for d in v] for k, v in input_shapes.items()})
 
     def save_plan(self, path, input_shapes):

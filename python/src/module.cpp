@@ -70,13 +70,22 @@ std::string utf8_of(nb::handle s, const char* what) {
 nb::dict report_dict(const PlanReport& r) {
   nb::dict d;
   d["arena_bytes"] = r.arena_bytes;
+  d["naive_bytes"] = r.naive_bytes;
   d["weight_bytes"] = r.weight_bytes;
   d["scratch_bytes"] = r.scratch_bytes;
+  d["arena_bytes_per_device"] = r.arena_bytes_per_device;
+  d["scratch_bytes_per_device"] = r.scratch_bytes_per_device;
+  d["weight_bytes_per_device"] = r.weight_bytes_per_device;
   d["steps"] = r.steps;
   d["accelerated_steps"] = r.accelerated_steps;
+  d["inserted_steps"] = r.inserted_steps;
   d["steps_per_backend"] = r.steps_per_backend;
   d["build_ms"] = r.build_ms;
   d["flops"] = r.flops;
+  d["perf_db_found"] = r.perf_db_found;
+  d["perf_db_timed"] = r.perf_db_timed;
+  d["weights_reused"] = r.weights_reused;
+  d["weights_converted"] = r.weights_converted;
   d["output_dims"] = r.output_dims;
   d["peak_bytes"] = r.peak_bytes;
   d["chunk_batch"] = r.chunk_batch;

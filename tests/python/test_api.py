@@ -119,6 +119,16 @@ def test_prepare_and_memory(tiny):
     r = tiny.prepare({"input": [4, 3, 32, 32]})
     assert r["output_dims"] == [[4, 10]] and r["steps"] > 0
     assert tiny.allocated_bytes() > 0
+    assert 0 < sum(r["weight_bytes_per_device"].values()) <= r["weight_bytes"]  # held by kernels; + constants
+    assert sum(r["arena_bytes_per_device"].values()) == r["arena_bytes"] <= r["naive_bytes"]
+    assert set(r["scratch_bytes_per_device"]) <= {"cpu"}
+    assert r["perf_db_found"] >= 0 and r["perf_db_timed"] >= 0 and r["inserted_steps"] >= 0
+
+def test_prepare_counts_weights_in_backend_formats(tiny_path):
+    """A fresh session's first plan converts its weights (oneDNN's reorders); nothing to reuse yet."""
+    s = infera.InferenceSession(tiny_path, providers=["CPUExecutionProvider"])
+    r = s.prepare({"input": [2, 3, 32, 32]})
+    assert r["weights_converted"] > 0 and r["weights_reused"] == 0, r
 
 
 def test_profile_per_layer(tiny):

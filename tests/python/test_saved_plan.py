@@ -40,7 +40,10 @@ def test_build_from_python(tiny_path, tmp_path):
         x = rand(n, 3, 32, 32, seed=10 + n)
         assert np.array_equal(loaded.run(None, {"input": x})[0], made.run(None, {"input": x})[0])
     made.save_plan(tmp_path / "again.iplan", [{"input": [4, 3, 32, 32]}])
-    assert infera.InferenceSession(str(tmp_path / "again.iplan")).prepare({"input": [4, 3, 32, 32]})["steps"] > 0
+    r = infera.InferenceSession(str(tmp_path / "again.iplan")).prepare({"input": [4, 3, 32, 32]})
+    assert r["steps"] > 0
+    assert r["perf_db_timed"] == 0, "a loaded plan times nothing"
+    assert r["weights_converted"] + r["weights_reused"] > 0, r
     import pytest
     with pytest.raises(infera.InvalidInput, match="missing shape|unknown input"):
         made.save_plan(tmp_path / "bad.iplan", [{"nope": [1, 3, 32, 32]}])
