@@ -3,7 +3,7 @@
 # with search <= 30 s, warm <= 2 s). Each figure is a fresh `infera bench` process: the plan's
 # "build ms" (the table's build column: making the plan, the search or the perf-db lookups
 # included) and the process wall (start, ONNX load, build, the short timed runs, exit). Cold = an
-# empty perf db; warm = the db the cold run filled, three processes each at batch 256 and batch 1.
+# empty perf db (batch 256, then batch 1 into it); warm = the db the cold runs filled, three processes each at batch 256 and batch 1.
 # Usage (device tool, carry [".gpu-infera"] holding stage.tar.xz and torch_peer.py):
 #   bash bench/gpu/build_time_run.sh [TOTAL_S]
 set -u
@@ -28,6 +28,7 @@ one() {  # batch label
 }
 echo "== cold (empty perf db, search) ($(left) s left)"
 one 256 cold
+one 1 cold
 for r in 1 2 3; do one 256 "warm $r"; done
 for r in 1 2 3; do one 1 "warm $r"; done
 echo "done in $((SECONDS - start)) s"
