@@ -474,11 +474,35 @@ TEST(PassFuseMatmulAdd, BiasEitherSide) {
   EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"Gemm", "Gemm"}));
 }
 
+// X of rank > 2 (a linear layer on channels-last activations, ConvNeXt's MLP): a Gemm on its
+// rows between two Reshapes, the activation reading the Add moved onto the rows; d0 symbolic.
+TEST(PassFuseMatmulAdd, RowsOfAHigherRankInput) {
+  Builder b;
+  int x = b.input("x", Shape{{Dim::sym("N"), Dim(3), Dim(4), Dim(5)}});
+  int m1 = b.node("MatMul", {x, b.constant("W1", random_tensor({5, 6}, 1))});
+  int a1 = b.node("Add", {b.constant("b1", random_tensor({1, 1, 6}, 2)), m1});  // leading ones
+  int r1 = b.node("Relu", {a1});
+  int m2 = b.node("MatMul", {r1, b.constant("W2", random_tensor({6, 2}, 3))});
+  b.output(b.node("Add", {m2, b.constant("b2", random_tensor({2}, 4))}));
+  auto p = make_fuse_matmul_add();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(ops_of(b.g),
+            (std::vector<std::string>{"Reshape", "Gemm", "Relu", "Reshape", "Reshape", "Gemm", "Reshape"}));
+  const Shape& out = b.g.values[b.g.outputs[0]].shape;
+  ASSERT_EQ(out.rank(), 4) << out.str();
+  EXPECT_EQ(out.dims[1], Dim(3));
+  EXPECT_EQ(out.dims[2], Dim(4));
+  EXPECT_EQ(out.dims[3], Dim(2));
+}
+
 TEST(PassFuseMatmulAdd, LeavesWhatGemmCannotDo) {
   Builder b;
-  int x = b.input("x", {2, 3, 5});
-  int m1 = b.node("MatMul", {x, b.constant("W1", random_tensor({5, 4}, 1))});  // 3-D input
+  int x = b.input("x", Shape{{Dim(2), Dim::sym("S"), Dim(5)}});
+  int m1 = b.node("MatMul", {x, b.constant("W1", random_tensor({5, 4}, 1))});  // 3-D input, a symbolic middle dim
   b.output(b.node("Add", {m1, b.constant("b1", random_tensor({4}, 2))}));
+  int x3 = b.input("x3", {2, 3, 5});
+  int m4 = b.node("MatMul", {x3, b.constant("W4", random_tensor({5, 4}, 7))});
+  b.output(b.node("Add", {m4, b.constant("b4", random_tensor({3, 4}, 8))}));  // a bias per row: not Gemm's C
   int y = b.input("y", {3, 5});
   int m2 = b.node("MatMul", {y, b.constant("W2", random_tensor({5, 4}, 3))});
   b.output(b.node("Add", {m2, b.constant("b2", random_tensor({2, 3, 4}, 4))}));  // bias grows the rank

@@ -321,7 +321,14 @@ std::unique_ptr<DnnlKernel> binary_create(const StepRequest& req) {
   if (!plan_binary(req, p)) return nullptr;
   const bool b_native = req.inputs[p.bcast]->shape.rank() == static_cast<int>(p.y.size());
   const Format la = req.in_format(p.full), ly = req.out_format(0);
-  const Format lb = b_native ? req.in_format(p.bcast) : Format::kPlain;
+  Format lb = b_native ? req.in_format(p.bcast) : Format::kPlain;
+  // A per-channel operand [1, C, 1, 1] has the same bytes plain and blocked when C fills whole
+  // blocks: described in the full operand's blocked format, oneDNN takes its jit kernel (with a
+  // plain one beside blocked data it has only its reference kernel, and the step went through
+  // reorders: ConvNeXt's layer scale, 0.6 -> 3.8 ms in total).
+  if (lb == Format::kPlain && la != Format::kPlain && p.y.size() == 4 && p.b.size() == 4 && p.b[0] == 1 &&
+      p.b[2] == 1 && p.b[3] == 1 && p.b[1] % format_channel_block(la) == 0)
+    lb = la;
   Dims y3, b3;
   if (p.y.size() != 4 || (la == Format::kPlain && lb == Format::kPlain && ly == Format::kPlain)) {
     if (collapse_plain(p.y, p.b, y3, b3)) p.y = y3, p.b = b3;

@@ -220,3 +220,63 @@ std::unique_ptr<DnnlKernel> concat_create(const StepRequest& req) {
 }
 
 }  // namespace infera::cpu
+
+// ---------------------------------------------------------------- Transpose
+// The channels-last moves of 4-D values as one oneDNN reorder, in the formats the neighbours use
+// (ConvNeXt's blocks: conv -> (0,2,3,1) -> LayerNorm / Linear on channels -> (0,3,1,2) -> residual
+// Add): Y = X.transpose(0,2,3,1) is X's [N,C,H,W] written in oneDNN's nhwc order, which are Y's
+// plain bytes, so X may come blocked (nChw16c / nChw8c) with no reorder to plain before; and
+// (0,3,1,2) reads plain [N,H,W,C] as [N,C,H,W] in nhwc order and writes plain or blocked. Other
+// permutations stay with the reference kernel.
+namespace infera::cpu {
+namespace {
+
+enum class ChannelMove { kNone, kToLast, kToSecond };
+
+ChannelMove channel_move(const StepRequest& req) {
+  const Node& n = *req.node;
+  if (!n.is_onnx("Transpose") || !n.has_attr("perm") || req.inputs.size() != 1 || req.outputs.size() != 1)
+    return ChannelMove::kNone;
+  if (!req.has_in(0) || req.inputs[0]->value || req.in_dims(0).size() != 4) return ChannelMove::kNone;
+  for (int64_t d : req.in_dims(0))
+    if (d <= 0) return ChannelMove::kNone;
+  const std::vector<int64_t> p = n.attr_ints("perm");
+  if (p == std::vector<int64_t>{0, 2, 3, 1}) return ChannelMove::kToLast;
+  if (p == std::vector<int64_t>{0, 3, 1, 2}) return ChannelMove::kToSecond;
+  return ChannelMove::kNone;
+}
+
+}  // namespace
+
+Support transpose_query(const StepRequest& req) {
+  const ChannelMove m = channel_move(req);
+  if (m == ChannelMove::kNone) return Support::no("a Transpose other than the 4-D channel moves (0,2,3,1) / (0,3,1,2)");
+  Support s;
+  s.ok = true;
+  // The 4-D side (X of the move to last, Y of the move to second) may be blocked.
+  if (m == ChannelMove::kToLast)
+    s.input_formats = blocked_slots(req.inputs, {0});
+  else
+    s.output_formats = blocked_slots(req.outputs, {0});
+  return s;
+}
+
+std::unique_ptr<DnnlKernel> transpose_create(const StepRequest& req) {
+  using namespace dnnl;
+  const ChannelMove m = channel_move(req);
+  if (m == ChannelMove::kNone) return nullptr;
+  // Both descriptors over the NCHW dims (X's for the move to last, Y's for the move to second);
+  // the channels-last side is those dims in nhwc order.
+  const Dims nchw = m == ChannelMove::kToLast ? req.in_dims(0) : req.out_dims(0);
+  const memory::desc last(nchw, memory::data_type::f32, memory::format_tag::nhwc);
+  const memory::desc from = m == ChannelMove::kToLast ? md_of(nchw, req.in_format(0)) : last;
+  const memory::desc to = m == ChannelMove::kToLast ? last : md_of(nchw, req.out_format(0));
+  auto k = std::make_unique<DnnlKernel>("dnnl transpose");
+  memory src = k->bind_input(0, from), dst = k->bind_output(0, to);
+  reorder::primitive_desc pd(engine(), from, engine(), to, user_scratchpad());
+  k->set_impl(pd.impl_info_str());
+  k->add_step(reorder(pd), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
+  return k;
+}
+
+}  // namespace infera::cpu

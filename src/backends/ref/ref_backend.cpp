@@ -29,6 +29,25 @@ class CopyKernel : public StepKernel {
   std::string impl_name() const override { return "memcpy"; }
 };
 
+// Reshape / Flatten / Squeeze / Unsqueeze: the input's bytes under another shape. The planner
+// may give the output the input's buffer (Support::in_place: the input's last reader, same
+// device and format); then nothing is copied.
+bool shape_only(const Node& n) {
+  return n.is_onnx("Reshape") || n.is_onnx("Flatten") || n.is_onnx("Squeeze") || n.is_onnx("Unsqueeze");
+}
+
+class ViewKernel : public StepKernel {
+ public:
+  Status run(ComputeContext& ctx) const override {
+    const TensorRef& x = ctx.in(0);
+    TensorRef& y = ctx.out(0);
+    if (x.nbytes() != y.nbytes()) return ctx.error("view: %zu bytes as %zu", x.nbytes(), y.nbytes());
+    if (x.data != y.data && x.nbytes()) std::memcpy(y.data, x.data, x.nbytes());
+    return Status::ok();
+  }
+  std::string impl_name() const override { return "in place (no copy)"; }
+};
+
 class RefBackend : public Backend {
  public:
   const char* name() const override { return "ref"; }
@@ -45,13 +64,17 @@ class RefBackend : public Backend {
 
   Support supports(const StepRequest& req) const override {
     if (!req.op) return Support::no("no op");
-    return Support::plain(req.inputs.size(), req.outputs.size());
+    Support s = Support::plain(req.inputs.size(), req.outputs.size());
+    if (shape_only(*req.node) && req.outputs.size() == 1) s.in_place.emplace_back(0, 0);
+    return s;
   }
 
   Result<std::unique_ptr<StepKernel>> create(const StepRequest& req) const override {
     for (size_t i = 0; i < req.inputs.size(); ++i)
       if (req.in_format(i) != Format::kPlain)
         return Status::error(StatusCode::kInternal, req.node->label() + ": the reference kernel reads plain inputs");
+    if (shape_only(*req.node) && req.outputs.size() == 1 && req.alias_of(0) == 0 && req.out_format(0) == Format::kPlain)
+      return std::unique_ptr<StepKernel>(std::make_unique<ViewKernel>());
     for (size_t i = 0; i < req.outputs.size(); ++i)
       if (req.out_format(i) != Format::kPlain || req.alias_of(i) >= 0)
         return Status::error(StatusCode::kInternal, req.node->label() + ": the reference kernel writes plain outputs");
