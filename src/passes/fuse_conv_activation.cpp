@@ -34,8 +34,7 @@ bool scalar_bound(const Graph& g, const Node& n, size_t i, float dflt, float& ou
 // The activation of node n, read from its typed op (the activation table's parameters), or
 // false when n is no fusable activation. Clip's bounds must be constants.
 bool activation_of(const Graph& g, const Node& n, Activation& a) {
-  // ONNX activations, and com.infera.Gelu (fuse_gelu's, an ActivationOp too).
-  if (!n.domain.empty() && n.domain != "ai.onnx" && !(n.domain == kFusedDomain && n.op_type == "Gelu")) return false;
+  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
   if (n.outputs.size() != 1 || n.outputs[0] < 0 || !n.op) return false;
   if (const auto* op = dynamic_cast<const ActivationOp*>(n.op.get())) {
     a = op->activation();

@@ -2,14 +2,13 @@
 // [M,N]) -> Gemm(X, W, bias). Assumes the MatMul output feeds only the Add and is no graph output.
 // X of rank r > 2 ([d0, ..., K], the linear layers of transformers and ConvNeXt's pointwise MLPs,
 // which run on channels-last activations) with a bias of [N] (leading ones allowed): Reshape(X,
-// [-1, K]) -> Gemm -> Reshape([-1, d1, ..., N]), d0 may be symbolic; an activation that reads only
-// the Add moves in front of the output Reshape (elementwise: it commutes with it), where
-// fuse_conv_activation makes Gemm + activation one FusedGemm. The Reshapes alias their input
-// (the backends' in-place support): no copy.
+// [-1, K]) -> Gemm -> Reshape([-1, d1, ..., N]), d0 may be symbolic. The Reshapes alias their
+// input (the backends' in-place support): no copy. A GELU after it is not moved onto the rows to
+// fuse with the Gemm: on the GPU that fusion left cuBLASLt (no erf-GELU epilogue) for our slower
+// kernels (ConvNeXt-T fp16 b1 0.95 -> 1.62 ms on the H200, 2026-12-03), while on the CPU it gained
+// ~2% (oneDNN's gelu post-op); a per-device choice belongs to the planner, not to a pass.
 #include <cstring>
 
-#include "ops/elementwise.h"
-#include "ops/infer.h"
 #include "passes/passes.h"
 #include "passes/rewrite.h"
 
@@ -35,7 +34,6 @@ class FuseMatmulAdd : public Pass {
   const char* name() const override { return "fuse_matmul_add"; }
 
   Status run(Graph& g) override {
-    if (Status s = attach_ops(g); !s.is_ok()) return s;  // to know the activations by their typed op
     UseIndex idx(g);  // exact readers in O(readers): a chain of k fusions is O(n + k), not O(n k)
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const Node& mm = g.nodes[i];
@@ -64,7 +62,7 @@ class FuseMatmulAdd : public Pass {
         g.nodes[a].dead = true;
         g.add_node(std::move(gemm));
       } else {
-        fuse_rows(g, idx, static_cast<int>(i), a, *w, *c);
+        fuse_rows(g, static_cast<int>(i), a, *w, *c);
       }
     }
     return Status::ok();
@@ -73,7 +71,7 @@ class FuseMatmulAdd : public Pass {
  private:
   // MatMul of X [d0, ..., d(r-2), K] by W [K, N] + bias [N] (leading ones allowed) as a Gemm on
   // the rows of X (see the header); false when the shapes do not allow it.
-  bool fuse_rows(Graph& g, UseIndex& idx, int mm_node, int add_node, const Tensor& w, const Tensor& c) {
+  bool fuse_rows(Graph& g, int mm_node, int add_node, const Tensor& w, const Tensor& c) {
     const Node mm = g.nodes[mm_node], add = g.nodes[add_node];
     const int x = mm.inputs[0], out = add.outputs[0];
     const int bias = add.inputs[0] == mm.outputs[0] ? add.inputs[1] : add.inputs[0];
@@ -93,14 +91,6 @@ class FuseMatmulAdd : public Pass {
     if (c.rank() > r || (last != 1 && last != n)) return false;
     const Shape& os = g.values[out].shape;
     if (!os.rank_known || os.rank() != r) return false;  // the bias would grow the rank
-    // An elementwise activation reading only the Add's output runs on the Gemm's rows.
-    int act = sole_consumer(g, idx, out);
-    if (act >= 0) {
-      const Node& an = g.nodes[act];
-      const bool unary = dynamic_cast<const ActivationOp*>(an.op.get()) && an.inputs.size() == 1 &&
-                         an.outputs.size() == 1 && an.outputs[0] >= 0 && !g.is_graph_output(out);
-      if (!unary) act = -1;
-    }
     const std::string base = mm.name.empty() ? add.name : mm.name;
     auto shape_const = [&](const char* what, const std::vector<int64_t>& dims) {
       Tensor t = Tensor::make(DataType::kInt64, {static_cast<int64_t>(dims.size())}).take();
@@ -127,25 +117,15 @@ class FuseMatmulAdd : public Pass {
     gemm.op_type = "Gemm";
     gemm.inputs = {rows, mm.inputs[1], b};
     gemm.outputs = {gemm_y};
-    int last_y = gemm_y, final_out = out;
     g.nodes[mm_node].dead = true;
     g.nodes[add_node].dead = true;
     g.add_node(std::move(to_rows));
     g.add_node(std::move(gemm));
-    if (act >= 0) {  // the activation on the rows; the output Reshape gives its old output
-      Node an = g.nodes[act];
-      g.nodes[act].dead = true;
-      final_out = an.outputs[0];
-      an.inputs = {gemm_y};
-      last_y = g.add_value(g.unique_name(base + "_act"), dt);
-      an.outputs = {last_y};
-      g.add_node(std::move(an));
-    }
     Node from_rows;
     from_rows.name = g.unique_name(base + "_from_rows");
     from_rows.op_type = "Reshape";
-    from_rows.inputs = {last_y, shape_const("_out_shape", back)};
-    from_rows.outputs = {final_out};
+    from_rows.inputs = {gemm_y, shape_const("_out_shape", back)};
+    from_rows.outputs = {out};
     g.add_node(std::move(from_rows));
     return true;
   }

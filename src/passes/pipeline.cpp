@@ -13,10 +13,10 @@ std::vector<std::unique_ptr<Pass>> default_passes() {
   p.push_back(make_eliminate_noops());
   p.push_back(make_eliminate_dead_nodes());
   p.push_back(make_fold_batchnorm());
-  p.push_back(make_fuse_gelu());  // before the fusions that take com.infera.Gelu as an epilogue
   p.push_back(make_fuse_matmul_add());
   p.push_back(make_fuse_conv_activation());
   p.push_back(make_fuse_layer_norm());
+  p.push_back(make_fuse_gelu());
   p.push_back(make_eliminate_dead_nodes());
   return p;
 }
