@@ -23,6 +23,10 @@ PackedBlob::~PackedBlob() {
   if (!owner_) std::free(data_);
 }
 
+std::string PackedWeights::key_of(const std::string& what, int weight, int output, const std::string& node) {
+  return what + ":w" + std::to_string(weight) + ":y" + std::to_string(output) + ":" + node;
+}
+
 std::shared_ptr<const PackedBlob> PackedWeights::find(const std::string& key, const std::string& layout, size_t bytes) {
   {
     std::lock_guard<std::mutex> lock(mu_);

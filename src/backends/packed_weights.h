@@ -62,6 +62,9 @@ class PackedWeights {
     // Winograd transforms); a plain reorder into blocks is made again at load instead.
     bool save = true;
   };
+  // The key of what a backend made of a node's constant: "<what>:w<weight value id>:y<first
+  // output id>:<node name>" ("dnnl:conv:w12:y40:conv1", "gpu0:conv-w:w12:y40:conv1").
+  static std::string key_of(const std::string& what, int weight, int output, const std::string& node);
   // The live entry of (key, layout) with exactly `bytes` bytes, or null.
   std::shared_ptr<const PackedBlob> find(const std::string& key, const std::string& layout, size_t bytes);
   // Publishes blob for (key, layout) unless a live entry of its size is there already (another

@@ -70,8 +70,8 @@ class FuseMatmulAdd : public Pass {
 
  private:
   // MatMul of X [d0, ..., d(r-2), K] by W [K, N] + bias [N] (leading ones allowed) as a Gemm on
-  // the rows of X (see the header); false when the shapes do not allow it.
-  bool fuse_rows(Graph& g, int mm_node, int add_node, const Tensor& w, const Tensor& c) {
+  // the rows of X (see the header); nothing when the shapes do not allow it.
+  void fuse_rows(Graph& g, int mm_node, int add_node, const Tensor& w, const Tensor& c) {
     const Node mm = g.nodes[mm_node], add = g.nodes[add_node];
     const int x = mm.inputs[0], out = add.outputs[0];
     const int bias = add.inputs[0] == mm.outputs[0] ? add.inputs[1] : add.inputs[0];
@@ -80,17 +80,17 @@ class FuseMatmulAdd : public Pass {
     const int64_t k = w.dims()[0], n = w.dims()[1];
     std::vector<int64_t> back = {-1};  // the output's dims: d0 (perhaps symbolic) from the row count
     for (int d = 1; d < r - 1; ++d) {
-      if (!xs.dims[d].known() || xs.dims[d].value <= 0) return false;
+      if (!xs.dims[d].known() || xs.dims[d].value <= 0) return;
       back.push_back(xs.dims[d].value);
     }
     back.push_back(n);
-    if (!xs.dims[r - 1].known() || xs.dims[r - 1].value != k) return false;
+    if (!xs.dims[r - 1].known() || xs.dims[r - 1].value != k) return;
     for (int d = 0; d + 1 < c.rank(); ++d)
-      if (c.dims()[d] != 1) return false;
+      if (c.dims()[d] != 1) return;
     const int64_t last = c.rank() == 0 ? 1 : c.dims().back();
-    if (c.rank() > r || (last != 1 && last != n)) return false;
+    if (c.rank() > r || (last != 1 && last != n)) return;
     const Shape& os = g.values[out].shape;
-    if (!os.rank_known || os.rank() != r) return false;  // the bias would grow the rank
+    if (!os.rank_known || os.rank() != r) return;  // the bias would grow the rank
     const std::string base = mm.name.empty() ? add.name : mm.name;
     auto shape_const = [&](const char* what, const std::vector<int64_t>& dims) {
       Tensor t = Tensor::make(DataType::kInt64, {static_cast<int64_t>(dims.size())}).take();
@@ -103,7 +103,7 @@ class FuseMatmulAdd : public Pass {
     int b = bias;
     if (c.rank() > 1) {  // [1, ..., 1, N] -> [N]: Gemm's C of the same bytes
       auto flat = Tensor::make(c.dtype(), {last});
-      if (!flat.is_ok()) return false;
+      if (!flat.is_ok()) return;
       std::memcpy(flat.value().data(), c.data(), c.nbytes());
       b = add_constant(g, base + "_bias", flat.take());
     }
@@ -127,7 +127,6 @@ class FuseMatmulAdd : public Pass {
     from_rows.inputs = {gemm_y, shape_const("_out_shape", back)};
     from_rows.outputs = {out};
     g.add_node(std::move(from_rows));
-    return true;
   }
 };
 

@@ -309,8 +309,8 @@ memory packed_weights(DnnlKernel& k, const StepRequest& req, const std::string& 
                       const memory::desc& md) {
   std::string layout = req.packed ? packed_layout(md) : std::string();
   if (layout.empty() || req.node->inputs.size() < 2 || req.node->outputs.empty()) return reorder_owned(k, src, md);
-  const std::string key = "dnnl:" + what + ":w" + std::to_string(req.node->inputs[1]) + ":y" +
-                          std::to_string(req.node->outputs[0]) + ":" + req.node->name;
+  const std::string key =
+      PackedWeights::key_of("dnnl:" + what, req.node->inputs[1], req.node->outputs[0], req.node->name);
   const size_t bytes = md.get_size();
   if (std::shared_ptr<const PackedBlob> b = req.packed->find(key, layout, bytes)) return k.adopt(md, std::move(b));
   std::shared_ptr<PackedBlob> blob = PackedBlob::make(bytes);

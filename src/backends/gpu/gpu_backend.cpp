@@ -90,10 +90,9 @@ Result<DeviceConst> device_const(const GpuConfig& c, const StepRequest& req, int
                                  const std::function<std::vector<uint8_t>()>& make) {
   const Node& n = *req.node;
   const bool shared = req.packed && input >= 0 && static_cast<size_t>(input) < n.inputs.size() && !n.outputs.empty();
-  const std::string key = shared
-                              ? "gpu" + std::to_string(c.dev.index) + ":" + what + ":w" +
-                                    std::to_string(n.inputs[input]) + ":y" + std::to_string(n.outputs[0]) + ":" + n.name
-                              : std::string();
+  const std::string key = shared ? PackedWeights::key_of("gpu" + std::to_string(c.dev.index) + ":" + what,
+                                                         n.inputs[input], n.outputs[0], n.name)
+                                 : std::string();
   if (shared)
     if (DeviceConst d = req.packed->find(key, layout, bytes)) return d;
   const std::vector<uint8_t> host = make();

@@ -16,17 +16,22 @@ class RefKernel : public StepKernel {
   const OpKernel* op_;
 };
 
-// A plain host copy (a value that must live twice, e.g. a graph output that is also an input).
+// A plain host copy: a value that must live twice (e.g. a graph output that is also an input),
+// or a shape-only op (below); nothing is copied when the output is the input's buffer.
 class CopyKernel : public StepKernel {
  public:
+  explicit CopyKernel(const char* impl) : impl_(impl) {}
   Status run(ComputeContext& ctx) const override {
     const TensorRef& x = ctx.in(0);
     TensorRef& y = ctx.out(0);
     if (x.nbytes() != y.nbytes()) return ctx.error("copy: %zu bytes into %zu", x.nbytes(), y.nbytes());
-    if (x.nbytes()) std::memcpy(y.data, x.data, x.nbytes());
+    if (x.data != y.data && x.nbytes()) std::memcpy(y.data, x.data, x.nbytes());
     return Status::ok();
   }
-  std::string impl_name() const override { return "memcpy"; }
+  std::string impl_name() const override { return impl_; }
+
+ private:
+  const char* impl_;
 };
 
 // Reshape / Flatten / Squeeze / Unsqueeze: the input's bytes under another shape. The planner
@@ -35,18 +40,6 @@ class CopyKernel : public StepKernel {
 bool shape_only(const Node& n) {
   return n.is_onnx("Reshape") || n.is_onnx("Flatten") || n.is_onnx("Squeeze") || n.is_onnx("Unsqueeze");
 }
-
-class ViewKernel : public StepKernel {
- public:
-  Status run(ComputeContext& ctx) const override {
-    const TensorRef& x = ctx.in(0);
-    TensorRef& y = ctx.out(0);
-    if (x.nbytes() != y.nbytes()) return ctx.error("view: %zu bytes as %zu", x.nbytes(), y.nbytes());
-    if (x.data != y.data && x.nbytes()) std::memcpy(y.data, x.data, x.nbytes());
-    return Status::ok();
-  }
-  std::string impl_name() const override { return "in place (no copy)"; }
-};
 
 class RefBackend : public Backend {
  public:
@@ -74,7 +67,7 @@ class RefBackend : public Backend {
       if (req.in_format(i) != Format::kPlain)
         return Status::error(StatusCode::kInternal, req.node->label() + ": the reference kernel reads plain inputs");
     if (shape_only(*req.node) && req.outputs.size() == 1 && req.alias_of(0) == 0 && req.out_format(0) == Format::kPlain)
-      return std::unique_ptr<StepKernel>(std::make_unique<ViewKernel>());
+      return std::unique_ptr<StepKernel>(std::make_unique<CopyKernel>("in place (no copy)"));
     for (size_t i = 0; i < req.outputs.size(); ++i)
       if (req.out_format(i) != Format::kPlain || req.alias_of(i) >= 0)
         return Status::error(StatusCode::kInternal, req.node->label() + ": the reference kernel writes plain outputs");
@@ -84,7 +77,7 @@ class RefBackend : public Backend {
   Result<std::unique_ptr<StepKernel>> create_convert(const ConvertRequest& req) const override {
     if (!req.from_device.is_cpu() || !req.to_device.is_cpu() || req.from != Format::kPlain || req.to != Format::kPlain)
       return std::unique_ptr<StepKernel>();
-    return std::unique_ptr<StepKernel>(std::make_unique<CopyKernel>());
+    return std::unique_ptr<StepKernel>(std::make_unique<CopyKernel>("memcpy"));
   }
 };
 
