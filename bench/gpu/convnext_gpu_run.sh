@@ -12,14 +12,8 @@ stage=.gpu-infera/stage.tar.xz total=${1:-540}
 . tests/gpu/device_env.sh
 exec > >(tee -a "$out/log.txt") 2>&1
 date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-base=/tmp/base-infera
-xz -dc .gpu-infera/base-infera.xz >"$base" && chmod +x "$base"
-if [ "${UNIT:-1}" != 0 ]; then
-  echo "== unit ($(left) s left)"
-  timeout 170 stdbuf -oL "$bin/infera_unit_tests" --gtest_brief=1 >"$out/unit.txt" 2>&1; echo "unit exit $?" >>"$out/unit.txt"
-  grep -E "FAILED|PASSED|SKIPPED|exit" "$out/unit.txt" | tail -n 12
-  grep -B2 -A8 "Failure" "$out/unit.txt" | head -n 40
-fi
+unpack_base
+unit_tests
 echo "== models on the GPU vs PyTorch ($(left) s left)"
 PYTHONUNBUFFERED=1 timeout 240 python3 tests/gpu/gpu_models.py --infera "$bin/infera" --driver "$bin/session_driver" \
   --models "${MODELS:-convnext_tiny,mobilenet_v2,resnet50}" --json "$out/models.json" 2>&1 | grep -vE "^\s*$" | tail -n 30

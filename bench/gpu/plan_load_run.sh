@@ -12,10 +12,7 @@ stage=.gpu-infera/stage.tar.xz total=${1:-400}
 exec > >(tee -a "$out/log.txt") 2>&1
 date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git log -1 --format='git %h' 2>/dev/null
 
-echo "== unit ($(left) s left)"
-timeout 170 stdbuf -oL "$bin/infera_unit_tests" --gtest_brief=1 >"$out/unit.txt" 2>&1; echo "unit exit $?" >>"$out/unit.txt"
-grep -E "FAILED|PASSED|SKIPPED|exit" "$out/unit.txt" | tail -n 12
-grep -B2 -A8 "Failure" "$out/unit.txt" | head -n 40
+unit_tests
 
 echo "== torch peer export, resnet50 ($(left) s left)"
 m=/tmp/resnet50.onnx

@@ -14,16 +14,10 @@ stage=.gpu-infera/stage.tar.xz total=${1:-540}
 . tests/gpu/device_env.sh
 exec > >(tee -a "$out/log.txt") 2>&1
 date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git log -1 --format='git %h' 2>/dev/null
-base=/tmp/base-infera
-xz -dc .gpu-infera/base-infera.xz >"$base" && chmod +x "$base"
-
-if [ "${UNIT:-1}" != 0 ]; then
-echo "== unit ($(left) s left)"
-timeout 170 stdbuf -oL "$bin/infera_unit_tests" --gtest_brief=1 >"$out/unit.txt" 2>&1; echo "unit exit $?" >>"$out/unit.txt"
-grep -E "FAILED|PASSED|SKIPPED|exit" "$out/unit.txt" | tail -n 12
-grep -B2 -A8 "Failure" "$out/unit.txt" | head -n 40
-"$bin/infera_unit_tests" --gtest_filter='GpuPackedWeights*:GpuGraphs*' 2>&1 | grep -E "^\[ +(OK|FAILED|SKIPPED) " | head
-fi
+unpack_base
+unit_tests
+[ "${UNIT:-1}" = 0 ] ||
+  "$bin/infera_unit_tests" --gtest_filter='GpuPackedWeights*:GpuGraphs*' 2>&1 | grep -E "^\[ +(OK|FAILED|SKIPPED) " | head
 
 echo "== torch peer export, resnet50 ($(left) s left)"
 m=/tmp/resnet50.onnx
