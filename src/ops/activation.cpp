@@ -4,6 +4,7 @@
 #include "ops/activation.h"
 
 #include "ops/epilogue.h"
+#include "ops/op.h"
 
 #include <bit>
 #include <limits>
@@ -90,6 +91,17 @@ Activation activation_default(ActKind k) {
 }
 
 const char* activation_name(ActKind k) { return activation_def(k).op_type; }
+
+Status activation_from_attrs(const Node& n, Activation& act) {
+  act = Activation{};
+  const std::string name = n.attr_string("activation", "");
+  if (name.empty()) return Status::ok();
+  const ActivationDef* d = activation_by_name(name);
+  if (!d) return Status::error(node_message(n, "attribute 'activation': unsupported activation '%s'", name.c_str()));
+  act = Activation{d->kind, n.attr_float("activation_alpha", d->alpha_default),
+                   n.attr_float("activation_beta", d->beta_default)};
+  return Status::ok();
+}
 
 void apply_activation(const Activation& a, float* d, int64_t n) {
   const float al = a.alpha, be = a.beta;

@@ -9,7 +9,11 @@
 #include <string>
 #include <string_view>
 
+#include "infera/infera.h"
+
 namespace infera {
+
+struct Node;
 
 // Values are stable: the GPU kernels mirror them (static_assert there).
 enum class ActKind : uint8_t {
@@ -58,6 +62,11 @@ const ActivationDef* activation_by_name(std::string_view op_type);
 // kind with its default parameters.
 Activation activation_default(ActKind k);
 const char* activation_name(ActKind k);  // "Relu", ..., "GeluTanh"
+
+// The activation of a fused com.infera node (FusedConv, FusedGemm, FusedBatchNorm, QConv), from its
+// attributes 'activation' (an op type of the table; absent: identity), 'activation_alpha' and
+// 'activation_beta'; an unknown name is an error naming the node.
+Status activation_from_attrs(const Node& n, Activation& act);
 
 // Reference function, for float and double. Written so that NaN in gives NaN out.
 template <class T>

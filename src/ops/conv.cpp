@@ -360,20 +360,9 @@ class ConvKernel : public ConvOp {
  public:
   ConvKernel(const Node& n, int64_t opset, bool fused) : ConvOp(fused, {}, {}) {
     init_ = conv_attrs_parse(n, attrs_);
-    if (fused_ && init_.is_ok()) {
-      // The com.infera attribute form (a model that holds FusedConv nodes, e.g. a saved graph):
-      // parsed once here into the typed activation.
-      const std::string name = n.attr_string("activation", "");
-      if (!name.empty()) {
-        const ActivationDef* d = activation_by_name(name);
-        if (!d || d->kind == ActKind::kIdentity) {
-          init_ = Status::error(node_message(n, "attribute 'activation': unsupported activation '%s'", name.c_str()));
-        } else {
-          act_ = Activation{d->kind, n.attr_float("activation_alpha", d->alpha_default),
-                            n.attr_float("activation_beta", d->beta_default)};
-        }
-      }
-    }
+    // The com.infera attribute form (a model that holds FusedConv nodes, e.g. a saved graph):
+    // parsed once here into the typed activation.
+    if (fused_ && init_.is_ok()) init_ = activation_from_attrs(n, act_);
   }
   ConvKernel(const ConvAttrs& a, Activation act) : ConvOp(true, a, act) {}
   Status init() const { return init_; }

@@ -364,16 +364,8 @@ class FusedGemmKernel : public GemmKernel {
  public:
   FusedGemmKernel(const Node& n, int64_t opset) : GemmKernel(n, opset) {
     fused_ = true;
-    const std::string name = n.attr_string("activation", "");
-    if (name.empty()) return;
-    const ActivationDef* d = activation_by_name(name);
-    if (!d || d->kind == ActKind::kIdentity) {
-      status_ =
-          Status::error(node_message(n, "attribute 'activation' names an unsupported activation '%s'", name.c_str()));
-      return;
-    }
-    act_ = Activation{d->kind, n.attr_float("activation_alpha", d->alpha_default),
-                      n.attr_float("activation_beta", d->beta_default)};
+    Status s = activation_from_attrs(n, act_);
+    if (!s.is_ok()) status_ = s;
   }
 };
 

@@ -35,12 +35,16 @@ Dim channel_dim(const Shape& x) { return x.rank() >= 2 ? x.dims[1] : Dim(1); }
 
 class BatchNormKernel : public BatchNormOp {
  public:
-  BatchNormKernel(const Node& n, int64_t opset) : opset_(opset) {
+  BatchNormKernel(const Node& n, int64_t opset, bool fused = false) : opset_(opset) {
+    fused_ = fused;
+    if (fused) init_ = activation_from_attrs(n, act_);
     eps_ = n.attr_float("epsilon", 1e-5f);
     momentum_ = n.attr_float("momentum", 0.9f);
     int64_t tm = opset >= 14 ? n.attr_int("training_mode", 0) : 0;
     int64_t sp = opset < 9 ? n.attr_int("spatial", 1) : 1;
-    if (!(eps_ >= 0) || !std::isfinite(eps_))
+    if (!init_.is_ok())
+      return;
+    else if (!(eps_ >= 0) || !std::isfinite(eps_))
       init_ = Status::error(node_message(n, "attribute 'epsilon' must be a finite value >= 0, found %g", eps_));
     else if (tm != 0 && tm != 1)
       init_ = Status::error(node_message(n, "attribute 'training_mode' must be 0 or 1, found %lld", (long long)tm));
@@ -51,6 +55,14 @@ class BatchNormKernel : public BatchNormOp {
     for (size_t i = 1; i < n.outputs.size(); ++i) present += n.outputs[i] >= 0;
     training_ = opset >= 14 ? tm == 1 : present > 0;
     spatial_ = sp == 1;
+    if (fused && init_.is_ok() && (training_ || present > 0))
+      init_ = Status::error(node_message(n, "FusedBatchNorm is the inference form: one output, no training_mode"));
+  }
+  BatchNormKernel(const BatchNormOp& bn, Activation act) : opset_(15) {
+    eps_ = bn.epsilon();
+    spatial_ = bn.spatial();
+    fused_ = true;
+    act_ = act;
   }
   Status init() const { return init_; }
 
@@ -161,6 +173,12 @@ class BatchNormKernel : public BatchNormOp {
       });
     });
     if (!ok) return ctx.error("unsupported dtype %s", dtype_name(X.dtype));
+    if (!act_.is_identity()) {
+      if (X.dtype == DataType::kFloat32)
+        apply_activation(act_, Y.ptr<float>(), Y.numel());
+      else
+        apply_activation(act_, Y.ptr<double>(), Y.numel());
+    }
     // Statistics outputs: running (momentum-updated) mean/var, then saved batch mean/var.
     std::vector<double> rmean = mean, rvar = var;
     if (training_) {
@@ -315,13 +333,22 @@ class LrnKernel : public OpKernel {
   int64_t size_;
 };
 
+struct FusedBatchNormKernel : BatchNormKernel {
+  FusedBatchNormKernel(const Node& n, int64_t opset) : BatchNormKernel(n, opset, true) {}
+};
+
 }  // namespace
+
+std::shared_ptr<const OpKernel> BatchNormOp::make_fused(const BatchNormOp& bn, Activation act) {
+  return std::make_shared<BatchNormKernel>(bn, act);
+}
 
 void register_layer_norm_ops(OpRegistry& r);  // layer_norm.cpp
 
 void register_norm_ops(OpRegistry& r) {
   register_layer_norm_ops(r);
   r.add("BatchNormalization", factory_of<BatchNormKernel>());
+  r.add("FusedBatchNorm", factory_of<FusedBatchNormKernel>(), "com.infera");
   r.add("InstanceNormalization", factory_of<InstanceNormKernel>());
   r.add("LRN", factory_of<LrnKernel>());
 }

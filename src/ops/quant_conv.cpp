@@ -22,16 +22,7 @@ class QConvKernel : public QConvOp {
     q_.y_scale = n.attr_float("y_scale", 0.f);
     q_.y_zero_point = n.attr_int("y_zero_point", 0);
     q_.y_dtype = static_cast<DataType>(n.attr_int("y_dtype", static_cast<int64_t>(DataType::kInt8)));
-    const std::string act = n.attr_string("activation", "");
-    if (!act.empty()) {
-      const ActivationDef* d = activation_by_name(act);
-      if (!d) {
-        init_ = Status::error(node_message(n, "attribute 'activation': unsupported activation '%s'", act.c_str()));
-        return;
-      }
-      q_.act = Activation{d->kind, n.attr_float("activation_alpha", d->alpha_default),
-                          n.attr_float("activation_beta", d->beta_default)};
-    }
+    if (init_.is_ok()) init_ = activation_from_attrs(n, q_.act);
     if (!init_.is_ok()) return;
     std::vector<float> all = q_.w_scales;
     all.push_back(q_.x_scale);

@@ -1,7 +1,8 @@
 // fuse_conv_activation: Conv [+ Add(same-shape residual Z)] [+ activation, or the HardSigmoid*x
 // form of HardSwish, or the Sigmoid*x form of Swish/SiLU] -> com.infera.FusedConv
 // (inputs X, W, B|-1, Z|-1) whose typed op carries the activation (ConvOp::make_fused); a
-// FusedConv without activation takes one the same way; and Gemm + activation -> FusedGemm.
+// FusedConv without activation takes one the same way; Gemm + activation -> FusedGemm; and an
+// inference BatchNormalization (one output) + activation -> FusedBatchNorm (DenseNet's norm + relu).
 // Assumes each fused intermediate has one reader and is no graph output; float32 only; Clip
 // bounds must be constants. Activations come from the activation table (ops/activation.h).
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "ops/elementwise.h"
 #include "ops/infer.h"
 #include "ops/matmul.h"
+#include "ops/norm.h"
 #include "passes/passes.h"
 #include "passes/rewrite.h"
 
@@ -76,20 +78,28 @@ class FuseConvActivation : public Pass {
       const Node& n = g.nodes[i];
       const auto* conv = dynamic_cast<const ConvOp*>(n.op.get());
       const auto* gemm = dynamic_cast<const GemmOp*>(n.op.get());
+      const auto* bn = dynamic_cast<const BatchNormOp*>(n.op.get());
       if (conv && (!conv->fused() || conv->activation().is_identity()))
-        fuse(g, static_cast<int>(i), true);
+        fuse(g, static_cast<int>(i), Head::kConv);
       else if (gemm && !gemm->fused())
-        fuse(g, static_cast<int>(i), false);
+        fuse(g, static_cast<int>(i), Head::kGemm);
+      else if (bn && !bn->fused() && !bn->training() && bn->spatial())
+        fuse(g, static_cast<int>(i), Head::kBatchNorm);
     }
     idx_ = nullptr;
     return Status::ok();
   }
 
  private:
-  void fuse(Graph& g, int head, bool conv) {
+  enum class Head { kConv, kGemm, kBatchNorm };
+
+  void fuse(Graph& g, int head, Head kind) {
     const Node& h = g.nodes[head];
+    const bool conv = kind == Head::kConv;
     int y = h.outputs[0];
-    if (y < 0 || h.outputs.size() != 1) return;
+    if (y < 0) return;
+    for (size_t k = 1; k < h.outputs.size(); ++k)
+      if (h.outputs[k] >= 0) return;
     DataType dt = g.values[y].dtype;
     if (dt != DataType::kFloat32) return;  // the fused kernels apply activations to float32 only
     std::vector<int> fused = {head};
@@ -123,13 +133,15 @@ class FuseConvActivation : public Pass {
     if (fused.size() == 1) return;
     Node f;
     f.name = h.name;
-    f.op_type = conv ? "FusedConv" : "FusedGemm";
+    f.op_type = conv ? "FusedConv" : kind == Head::kGemm ? "FusedGemm" : "FusedBatchNorm";
     f.domain = kFusedDomain;
-    f.attrs = h.attrs;  // the window / Gemm attributes, for display; the op below is typed
+    f.attrs = h.attrs;  // the window / Gemm / epsilon attributes, for display; the op below is typed
     if (conv)
       f.op = ConvOp::make_fused(static_cast<const ConvOp*>(h.op.get())->attrs(), act);
-    else
+    else if (kind == Head::kGemm)
       f.op = GemmOp::make_fused(static_cast<const GemmOp*>(h.op.get())->attrs(), g.opset, act);
+    else
+      f.op = BatchNormOp::make_fused(*static_cast<const BatchNormOp*>(h.op.get()), act);
     auto in = [&](size_t k) { return h.inputs.size() > k ? h.inputs[k] : -1; };
     if (refuse)
       f.inputs = h.inputs;

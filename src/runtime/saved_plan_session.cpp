@@ -17,6 +17,7 @@
 #include "ops/conv.h"
 #include "ops/infer.h"
 #include "ops/matmul.h"
+#include "ops/norm.h"
 #include "ops/op.h"
 #include "plan/plan.h"
 #include "runtime/saved_plan.h"
@@ -86,6 +87,8 @@ Status attributes_for_ops(Graph& g) {
     const auto* gemm = dynamic_cast<const GemmOp*>(n.op.get());
     if (conv && conv->fused()) set_activation_attrs(n, conv->activation());
     if (gemm && gemm->fused()) set_activation_attrs(n, gemm->activation());
+    const auto* bn = dynamic_cast<const BatchNormOp*>(n.op.get());
+    if (bn && bn->fused()) set_activation_attrs(n, bn->activation());
     auto made = make_kernel(n, g.opset);
     if (!made.is_ok())
       return Status::error(StatusCode::kUnsupported,
@@ -101,6 +104,10 @@ Status attributes_for_ops(Graph& g) {
       const GemmAttrs &x = c ? c->attrs() : gemm->attrs(), &y = gemm->attrs();
       same = c && c->fused() == gemm->fused() && c->activation() == gemm->activation() && x.trans_a == y.trans_a &&
              x.trans_b == y.trans_b && x.alpha == y.alpha && x.beta == y.beta;
+    } else if (bn) {
+      const auto* c = dynamic_cast<const BatchNormOp*>(&m);
+      same = c && c->fused() == bn->fused() && c->activation() == bn->activation() && c->epsilon() == bn->epsilon() &&
+             c->training() == bn->training() && c->spatial() == bn->spatial();
     }
     if (!same)
       return Status::error(StatusCode::kUnsupported,

@@ -71,7 +71,7 @@ void run_chain(Ctx& ctx, KernelId id, const std::string& what, PointwiseDesc d, 
   if (via_batchnorm)
     st = batchnorm_affine(d.out_dtype, d.n, d.hw, d.c, {d.in[0].data, d.in[0].stride_hw, d.in[0].offset},
                           static_cast<const float*>(d.in[1].data), static_cast<const float*>(d.in[2].data), d.out,
-                          ctx.stream);
+                          d.num_steps > 2 ? d.steps[2].act : Activation{}, ctx.stream);
   else if (via_concat)
     st = concat_copy(d.out_dtype, d.n, d.hw, d.c, {d.in[0].data, d.in[0].stride_hw, d.in[0].offset}, d.out, ctx.stream);
   else
@@ -202,6 +202,9 @@ void run_pointwise_suite(Ctx& ctx) {
       PointwiseDesc d2 = desc(7, 9, 13, t);
       d2.steps[0] = d.steps[0], d2.steps[1] = d.steps[1], d2.num_steps = 2;
       run_chain(ctx, bn, "odd C", d2,
+                {full(r, t, 7, 9, 13), per_channel(r, DType::kF32, 13), per_channel(r, DType::kF32, 13)}, 0, 0, true);
+      d2.steps[2] = {PwOp::kAct, 0, false, activation_default(ActKind::kRelu)}, d2.num_steps = 3;
+      run_chain(ctx, bn, "odd C + Relu (FusedBatchNorm)", d2,
                 {full(r, t, 7, 9, 13), per_channel(r, DType::kF32, 13), per_channel(r, DType::kF32, 13)}, 0, 0, true);
       const KernelId cc = t == DType::kF16 ? KernelId::f16_concat_nhwc_copy : KernelId::f32_concat_nhwc_copy;
       PointwiseDesc d3 = desc(2, 15, 24, t);

@@ -327,6 +327,43 @@ TEST(DnnlNorm, BatchNormalization) {
   }
 }
 
+TEST(DnnlNorm, FusedBatchNorm) {
+  // Our own loop (constant statistics): plain and blocked, 20 channels (padded lanes in nChw16c,
+  // which Clip(0.5, 6) would make non-zero), Relu / Clip in the loop, Sigmoid after it, a 3-D input.
+  const std::vector<std::vector<int64_t>> shapes{{2, 20, 5, 7}, {1, 64, 3, 3}, {2, 6, 11}};
+  struct A {
+    const char* act;
+    float alpha, beta;
+  };
+  uint32_t seed = 950;
+  for (auto& x : shapes)
+    for (const A& a : {A{"Relu", 0.f, 0.f}, A{"Clip", 0.5f, 6.f}, A{"Sigmoid", 0.f, 0.f}}) {
+      const int64_t ch = x[1];
+      Case c;
+      c.op = "FusedBatchNorm";
+      c.domain = "com.infera";
+      c.opset = 15;
+      c.attrs = {{"epsilon", attr_f(1e-3f)}, {"activation", attr_s(a.act)}};
+      if (std::string(a.act) == "Clip")
+        c.attrs["activation_alpha"] = attr_f(a.alpha), c.attrs["activation_beta"] = attr_f(a.beta);
+      c.inputs = {random_tensor(x, seed++, -3.f, 3.f), random_tensor({ch}, seed++), random_tensor({ch}, seed++),
+                  random_tensor({ch}, seed++), random_tensor({ch}, seed++, 0.5f, 2.f)};
+      c.const_inputs = {1, 2, 3, 4};
+      auto runs = check_case(c, std::string("fused bn + ") + a.act + " " + Shape::of(x).str(), {"dnnl"});
+      EXPECT_NE(runs["dnnl"].modes, 0);
+    }
+  // Statistics that are graph inputs: declined (the reference runs it).
+  Case c;
+  c.op = "FusedBatchNorm";
+  c.domain = "com.infera";
+  c.opset = 15;
+  c.attrs = {{"activation", attr_s("Relu")}};
+  c.inputs = {random_tensor({1, 4, 3, 3}, 1), random_tensor({4}, 2), random_tensor({4}, 3), random_tensor({4}, 4),
+              random_tensor({4}, 5, 0.5f, 2.f)};
+  auto runs = check_case(c, "fused bn, statistics not constant", {});
+  EXPECT_FALSE(runs["dnnl"].claimed);
+}
+
 TEST(DnnlEltwise, Unary) {
   struct U {
     const char* op;

@@ -95,6 +95,22 @@ TEST(NanSemantics, UnaryOnEveryBackend) {
     }
 }
 
+TEST(NanSemantics, FusedBatchNormKeepsNaN) {
+  for (const char* act : {"Relu", "Clip", "HardSigmoid"}) {
+    OpCase c;
+    c.op = "FusedBatchNorm";
+    c.domain = "com.infera";
+    c.opset = 15;
+    c.attrs = {{"activation", attr_s(act)}};
+    if (std::string(act) == "Clip") c.attrs["activation_alpha"] = attr_f(0.f), c.attrs["activation_beta"] = attr_f(6.f);
+    c.inputs = {with_specials({2, 20, 5, 3}, 7100), random_tensor({20}, 7101), random_tensor({20}, 7102),
+                random_tensor({20}, 7103), random_tensor({20}, 7104, 0.5f, 2.f)};
+    c.const_inputs = {1, 2, 3, 4};
+    expect_ref_keeps_nan(c, std::string("FusedBatchNorm + ") + act);
+    check_case(c, std::string("FusedBatchNorm + ") + act + " with NaN/Inf", {"dnnl"});
+  }
+}
+
 TEST(NanSemantics, ClipOnEveryBackend) {
   // Without bounds (opset 13, no min/max), with constant bounds, and opset 6 attributes.
   OpCase none;

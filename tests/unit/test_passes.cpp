@@ -2,6 +2,8 @@
 // outputs are unchanged (node-by-node evaluation on seeded random inputs, normalized error).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstring>
 #include <limits>
 
@@ -9,6 +11,7 @@
 #include "ops/conv.h"
 #include "ops/infer.h"
 #include "ops/matmul.h"
+#include "ops/norm.h"
 #include "passes/passes.h"
 
 namespace infera::test {
@@ -520,7 +523,8 @@ TEST(PassFuseMatmulAdd, LeavesWhatGemmCannotDo) {
 Activation act_param(const Node& n) {
   if (const auto* c = dynamic_cast<const ConvOp*>(n.op.get())) return c->activation();
   if (const auto* g = dynamic_cast<const GemmOp*>(n.op.get())) return g->activation();
-  ADD_FAILURE() << n.label() << " has no typed conv/gemm op";
+  if (const auto* bn = dynamic_cast<const BatchNormOp*>(n.op.get())) return bn->activation();
+  ADD_FAILURE() << n.label() << " has no typed conv/gemm/batchnorm op";
   return {};
 }
 std::string act_of(const Node& n) {
@@ -647,6 +651,31 @@ TEST(PassFuseConvActivation, GemmAndRefusals) {
   EXPECT_EQ(count_op(b.g, "FusedGemm"), 1);
   EXPECT_EQ(count_op(b.g, "FusedConv"), 0);
   EXPECT_EQ(count_op(b.g, "Conv"), 2);
+}
+
+TEST(PassFuseConvActivation, BatchNormAndActivation) {
+  // DenseNet's norm + relu on a concatenation (no conv before it to fold into): one FusedBatchNorm.
+  Builder b;
+  int x = b.input("x", {1, 6, 5, 5});
+  int y = b.input("y", {1, 2, 5, 5});
+  int cat = b.node("Concat", {x, y}, {{"axis", attr_i(1)}});
+  int r = b.node("Relu", {add_bn(b, cat, 8, 10)});
+  b.output(b.node("Conv", {r, b.constant("W", random_tensor({4, 8, 1, 1}, 1))}));
+  int n2 = add_bn(b, x, 6, 20);  // read twice: stays a BatchNormalization
+  b.output(n2);
+  b.output(b.node("Relu", {n2}));
+  int n3 = add_bn(b, y, 2, 30);  // the HardSigmoid * x form of HardSwish
+  b.output(b.node("Mul", {n3, b.node("HardSigmoid", {n3}, {{"alpha", attr_f(1.f / 6)}, {"beta", attr_f(0.5f)}})}));
+  auto p = make_fuse_conv_activation();
+  run_and_compare(b.g, *p);
+  EXPECT_EQ(count_op(b.g, "FusedBatchNorm"), 2);
+  EXPECT_EQ(count_op(b.g, "BatchNormalization"), 1);
+  EXPECT_EQ(count_op(b.g, "Relu"), 1);
+  std::vector<std::string> acts;
+  for (const Node& n : b.g.nodes)
+    if (!n.dead && n.op_type == "FusedBatchNorm") acts.push_back(act_of(n));
+  std::sort(acts.begin(), acts.end());
+  EXPECT_EQ(acts, (std::vector<std::string>{"HardSwish", "Relu"}));
 }
 
 // ------------------------------------------------------------------ pipeline

@@ -2,7 +2,10 @@
 // InstanceNormalization, LRN) reference kernels against naive formulas in this file.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "op_test_util.h"
+#include "ops/activation.h"
 #include "ops/pool.h"
 
 namespace infera::test {
@@ -206,6 +209,41 @@ TEST(BatchNormOp, InferenceMatchesFormula) {
     }
     EXPECT_LT(normalized_error(r.value()[0], e), 1e-6) << "opset " << opset;
   }
+}
+
+TEST(BatchNormOp, FusedIsTheActivationOfTheNorm) {
+  // com.infera.FusedBatchNorm (fuse_conv_activation) = act(BatchNormalization(x)), NaN kept.
+  Tensor x = random_tensor({2, 3, 4, 5}, 11), sc = random_tensor({3}, 12), b = random_tensor({3}, 13);
+  Tensor mean = random_tensor({3}, 14), var = random_tensor({3}, 15, 0.5f, 2.f);
+  x.data_as<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+  auto bn = run_op("BatchNormalization", {{"epsilon", attr_f(1e-3f)}}, {x, sc, b, mean, var}, 1, 15);
+  ASSERT_TRUE(bn.is_ok()) << bn.message();
+  struct A {
+    const char* act;
+    float alpha, beta;
+  };
+  for (const A& a : {A{"Relu", 0.f, 0.f}, A{"Clip", -0.5f, 0.25f}, A{"Sigmoid", 0.f, 0.f}}) {
+    std::map<std::string, Attribute> at = {{"epsilon", attr_f(1e-3f)}, {"activation", attr_s(a.act)}};
+    if (std::string(a.act) == "Clip") at["activation_alpha"] = attr_f(a.alpha), at["activation_beta"] = attr_f(a.beta);
+    auto r = run_op("FusedBatchNorm", at, {x, sc, b, mean, var}, 1, 15, {}, "com.infera");
+    ASSERT_TRUE(r.is_ok()) << a.act << ": " << r.message();
+    const ActivationDef* d = activation_by_name(a.act);
+    ASSERT_NE(d, nullptr);
+    const Activation act{d->kind, std::string(a.act) == "Clip" ? a.alpha : d->alpha_default,
+                         std::string(a.act) == "Clip" ? a.beta : d->beta_default};
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const float want = activation_ref(act, bn.value()[0].data_as<float>()[i]);
+      const float got = r.value()[0].template data_as<float>()[i];
+      if (std::isnan(want))
+        EXPECT_TRUE(std::isnan(got)) << a.act << " at " << i;
+      else
+        EXPECT_FLOAT_EQ(got, want) << a.act << " at " << i;
+    }
+  }
+  auto bad =
+      run_op("FusedBatchNorm", {{"activation", attr_s("NoSuchAct")}}, {x, sc, b, mean, var}, 1, 15, {}, "com.infera");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.message().find("unsupported activation 'NoSuchAct'"), std::string::npos) << bad.message();
 }
 
 TEST(BatchNormOp, SpatialZeroAtOpset7) {

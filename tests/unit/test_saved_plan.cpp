@@ -19,6 +19,7 @@
 #include "ops/activation.h"
 #include "ops/conv.h"
 #include "ops/infer.h"
+#include "ops/norm.h"
 #include "runtime/saved_plan.h"
 #include "tune/perfdb.h"
 
@@ -510,6 +511,36 @@ TEST(SavedPlan, TypedOpsSetByPassesSurviveOrAreRefused) {
   Status st = attributes_for_ops(g);
   ASSERT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("typed op that its attributes do not describe"), std::string::npos) << st.message();
+
+  // FusedBatchNorm (fuse_conv_activation): the activation is written and read back; a plain
+  // BatchNormalization node carrying the fused op is refused.
+  Graph h;
+  h.opset = 17;
+  Node bn;
+  bn.name = "bn";
+  bn.op_type = "BatchNormalization";
+  Attribute eps;
+  eps.kind = Attribute::kFloat;
+  eps.f = 1e-3f;
+  bn.attrs["epsilon"] = eps;
+  bn.inputs = {0, 1, 2, 3, 4};
+  bn.outputs = {5};
+  auto plain = make_kernel(bn, 17);
+  ASSERT_TRUE(plain.is_ok()) << plain.message();
+  const Activation clip{ActKind::kClip, 0.f, 6.f};
+  bn.op = BatchNormOp::make_fused(*dynamic_cast<const BatchNormOp*>(plain.value().get()), clip);
+  h.nodes.push_back(bn);
+  st = attributes_for_ops(h);
+  EXPECT_FALSE(st.is_ok()) << "a BatchNormalization node cannot say it is fused";
+  h.nodes[0].op_type = "FusedBatchNorm";
+  h.nodes[0].domain = "com.infera";
+  ASSERT_TRUE(attributes_for_ops(h).is_ok());
+  EXPECT_EQ(h.nodes[0].attrs.at("activation").s, "Clip");
+  h.nodes[0].op.reset();
+  ASSERT_TRUE(attach_ops(h).is_ok());
+  const auto* fb = dynamic_cast<const BatchNormOp*>(h.nodes[0].op.get());
+  ASSERT_TRUE(fb);
+  EXPECT_TRUE(fb->fused() && fb->activation() == clip && fb->epsilon() == 1e-3f);
 }
 
 }  // namespace

@@ -168,6 +168,11 @@ std::unique_ptr<DnnlKernel> eltwise_create(const StepRequest& req) {
 }
 
 // ---------------------------------------------------------------- BatchNormalization
+// With constant statistics (every exported model): our own loop, y = act(x * a[c] + b[c]) with a, b
+// folded in double as the reference folds them, in one pass in whatever format the planner gave
+// (oneDNN's bnorm_jit ran DenseNet's 62 norms at 22-35 GB/s, and the Relu after each was a second
+// pass); com.infera.FusedBatchNorm's activation is applied in the same pass (Relu and Clip in the
+// loop, NaN kept; any other kind on the chunk just written). Else oneDNN's batch normalization.
 namespace {
 
 const BatchNormOp* plan_bn(const StepRequest& req) {
@@ -185,10 +190,97 @@ const BatchNormOp* plan_bn(const StepRequest& req) {
   return op;
 }
 
+bool constant_stats(const StepRequest& req) {
+  for (size_t i = 1; i < 5; ++i)
+    if (!req.inputs[i]->value || req.inputs[i]->value->dtype() != DataType::kFloat32) return false;
+  return true;
+}
+
+// act: 0 none, 1 Relu, 2 Clip [lo, hi]; written so that NaN compares false and stays.
+template <int kAct>
+inline float bn_act(float v, float lo, float hi) {
+  if (kAct == 1) return v < 0.f ? 0.f : v;
+  if (kAct == 2) {
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
+  }
+  return v;
+}
+
+// Blocked rows: `pixels` groups of B channels, coefficients a[0..B), b[0..B).
+template <int kAct, int B>
+inline void bn_block(const float* x, float* y, int64_t pixels, const float* a, const float* b, float lo, float hi) {
+  for (int64_t p = 0; p < pixels; ++p) {
+#pragma omp simd
+    for (int l = 0; l < B; ++l) y[p * B + l] = bn_act<kAct>(x[p * B + l] * a[l] + b[l], lo, hi);
+  }
+}
+
+// A plain row: n values of one channel.
+template <int kAct>
+inline void bn_row(const float* x, float* y, int64_t n, float a, float b, float lo, float hi) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = bn_act<kAct>(x[i] * a + b, lo, hi);
+}
+
+// Rows [r0, r1) of `len` floats: row r holds channel group r % cb (of `block` channels).
+template <int kAct>
+INFERA_CLONES void bn_rows(const float* x, float* y, int64_t r0, int64_t r1, int64_t len, int block, int64_t cb,
+                           const float* a, const float* b, float lo, float hi) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t c = (r % cb) * block;
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    if (block == 16)
+      bn_block<kAct, 16>(xr, yr, len / 16, a + c, b + c, lo, hi);
+    else if (block == 8)
+      bn_block<kAct, 8>(xr, yr, len / 8, a + c, b + c, lo, hi);
+    else
+      bn_row<kAct>(xr, yr, len, a[c], b[c], lo, hi);
+  }
+}
+
+struct BnLoop {
+  Activation act;
+  int vec = 0;    // the activation in the loop: 0 none, 1 Relu, 2 Clip; else act applied after
+  int block = 1;  // channels per row group: 1 (plain: a row is one channel's pixels), 8 or 16
+  int64_t C = 0, cb = 0, rows = 0, len = 0;
+  std::vector<float> a, b;  // per channel, zero on a blocked format's padded lanes
+
+  bool in_place = false;  // read the output (a reorder put the input there)
+
+  void operator()(ComputeContext& ctx) const {
+    float* y = ctx.out(0).ptr<float>();
+    const float* x = in_place ? y : ctx.in(0).ptr<const float>();
+    const int threads = rows * len >= (int64_t(1) << 15) ? std::max(1, ctx.num_threads) : 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int j = 0; j < threads; ++j) {
+      const int64_t r0 = rows * j / threads, r1 = rows * (j + 1) / threads;
+      if (vec == 1) {
+        bn_rows<1>(x, y, r0, r1, len, block, cb, a.data(), b.data(), 0.f, 0.f);
+      } else if (vec == 2) {
+        bn_rows<2>(x, y, r0, r1, len, block, cb, a.data(), b.data(), act.alpha, act.beta);
+      } else {
+        bn_rows<0>(x, y, r0, r1, len, block, cb, a.data(), b.data(), 0.f, 0.f);
+        apply_activation(act, y + r0 * len, (r1 - r0) * len);  // in cache: the chunk just written
+      }
+    }
+    if (block > 1 && C % block != 0 && (vec == 2 || (vec == 0 && !act.is_identity()))) {
+      const int64_t n = rows / cb, hw = len / block;  // f(0) may be non-zero: padded lanes back to 0
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t p = 0; p < hw; ++p)
+          for (int64_t c = C % block; c < block; ++c) y[((i * cb + cb - 1) * hw + p) * block + c] = 0.f;
+    }
+  }
+};
+
 }  // namespace
 
 Support bn_query(const StepRequest& req) {
-  if (!plan_bn(req)) return Support::no("a BatchNormalization oneDNN does not take (training mode, not spatial)");
+  const BatchNormOp* op = plan_bn(req);
+  if (!op) return Support::no("a BatchNormalization oneDNN does not take (training mode, not spatial)");
+  if (op->fused() && !constant_stats(req))
+    return Support::no("a FusedBatchNorm with statistics that are not float32 constants");
   Support s;
   s.ok = true;
   s.input_formats = blocked_slots(req.inputs, {0});
@@ -200,6 +292,45 @@ std::unique_ptr<DnnlKernel> bn_create(const StepRequest& req) {
   using namespace dnnl;
   const BatchNormOp* op = plan_bn(req);
   if (!op) return nullptr;
+  const Dims d = req.in_dims(0);
+  if (constant_stats(req)) {
+    const Format ls = req.in_format(0), ld = req.out_format(0);
+    BnLoop L;
+    L.act = op->activation();
+    L.vec = L.act.is_identity() ? 0 : L.act.kind == ActKind::kRelu ? 1 : L.act.kind == ActKind::kClip ? 2 : 0;
+    L.block = d.size() == 4 ? std::max(1, format_channel_block(ld)) : 1;
+    L.C = d[1];
+    L.cb = (L.C + L.block - 1) / L.block;
+    int64_t hw = 1;
+    for (size_t i = 2; i < d.size(); ++i) hw *= d[i];
+    L.rows = d[0] * L.cb;
+    L.len = hw * L.block;
+    L.a.assign(static_cast<size_t>(L.cb * L.block), 0.f);
+    L.b.assign(L.a.size(), 0.f);
+    const float* g = req.inputs[1]->value->data_as<float>();
+    const float* be = req.inputs[2]->value->data_as<float>();
+    const float* m = req.inputs[3]->value->data_as<float>();
+    const float* v = req.inputs[4]->value->data_as<float>();
+    for (int64_t c = 0; c < L.C; ++c) {  // as the reference folds them (ops/norm.cpp)
+      const double a = static_cast<double>(g[c]) / std::sqrt(static_cast<double>(v[c]) + op->epsilon());
+      L.a[c] = static_cast<float>(a);
+      L.b[c] = static_cast<float>(static_cast<double>(be[c]) - static_cast<double>(m[c]) * a);
+    }
+    auto k = std::make_unique<DnnlKernel>("infera batchnorm");
+    // Different formats: a oneDNN reorder into the output first, then the loop in place there.
+    const bool reorder = ls != ld;
+    if (reorder) {
+      memory src = k->bind_input(0, md_of(d, ls)), dst = k->bind_output(0, md_of(d, ld));
+      k->add_step(dnnl::reorder(dnnl::reorder::primitive_desc(engine(), src.get_desc(), engine(), dst.get_desc(),
+                                                              user_scratchpad())),
+                  {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
+    }
+    L.in_place = reorder;
+    k->set_after(L);
+    std::string act = L.act.is_identity() ? "" : std::string(" + ") + activation_name(L.act.kind);
+    k->set_impl("loop" + act + (reorder ? " (via reorder)" : ""));
+    return k;
+  }
   const float eps = op->epsilon();
   const auto flags =
       normalization_flags::use_global_stats | normalization_flags::use_scale | normalization_flags::use_shift;
@@ -211,7 +342,7 @@ std::unique_ptr<DnnlKernel> bn_create(const StepRequest& req) {
   InPlaceData io = bind_data(*k, req, [&](const memory::desc& md) { return make_pd(md).impl_info_str(); });
   batch_normalization_forward::primitive_desc pd = make_pd(io.dst.get_desc());
   k->set_impl(pd.impl_info_str());
-  const memory::desc c_md = plain_md({req.in_dims(0)[1]});
+  const memory::desc c_md = plain_md({d[1]});
   k->add_step(batch_normalization_forward(pd), {{DNNL_ARG_SRC, io.src},
                                                 {DNNL_ARG_DST, io.dst},
                                                 {DNNL_ARG_SCALE, k->bind_input(1, c_md)},

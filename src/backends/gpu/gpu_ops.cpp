@@ -107,8 +107,13 @@ Result<std::unique_ptr<StepKernel>> pool_create(const GpuConfig& c, const StepRe
 // ---------------------------------------------------------------- BatchNormalization
 class BatchNormKernel : public GpuKernel {
  public:
-  BatchNormKernel(const GpuConfig& c, int n, int hw, int ch)
-      : GpuKernel(c, "batchnorm_affine_nhwc"), n_(n), hw_(hw), c_(ch) {}
+  BatchNormKernel(const GpuConfig& c, int n, int hw, int ch, Activation act)
+      : GpuKernel(c, act.is_identity() ? "batchnorm_affine_nhwc"
+                                       : std::string("batchnorm_affine_nhwc+") + activation_name(act.kind)),
+        n_(n),
+        hw_(hw),
+        c_(ch),
+        act_(act) {}
   Status init(const StepRequest& req, float eps) {
     // scale = g / sqrt(v + eps), shift = b - m * scale, as one [2][C] table shared by the session's plans.
     auto st = device_const(cfg_, req, 1, "bn-affine", layout_of("f32", {2, c_}), 8 * static_cast<size_t>(c_), [&] {
@@ -132,12 +137,13 @@ class BatchNormKernel : public GpuKernel {
     INFERA_GPU_OK(ctx.node.label(), gpu::batchnorm_affine(cfg_.dtype(), n_, hw_, c_, {ctx.in(0).data, 0, 0},
                                                           static_cast<const float*>(table_->data()),
                                                           static_cast<const float*>(table_->data()) + c_,
-                                                          {ctx.out(0).data, 0, 0}, stream(ctx)));
+                                                          {ctx.out(0).data, 0, 0}, act_, stream(ctx)));
     return Status::ok();
   }
 
  private:
   int n_, hw_, c_;
+  Activation act_;     // FusedBatchNorm's, applied in the same pass
   DeviceConst table_;  // [2][C]: scale, shift
 };
 
@@ -163,7 +169,7 @@ Result<std::unique_ptr<StepKernel>> bn_create(const GpuConfig& c, const StepRequ
   if (!op) return std::unique_ptr<StepKernel>();
   const Dims x = req.in_dims(0);
   auto k = std::make_unique<BatchNormKernel>(c, static_cast<int>(x[0]), static_cast<int>(x[2] * x[3]),
-                                             static_cast<int>(x[1]));
+                                             static_cast<int>(x[1]), op->activation());
   Status s = k->init(req, op->epsilon());
   if (!s.is_ok()) return s;
   return std::unique_ptr<StepKernel>(std::move(k));

@@ -258,9 +258,9 @@ struct PointwiseDesc {
 Status pointwise(const PointwiseDesc& d, gpuStream_t stream);
 // Conveniences over pointwise:
 Status cast(DType from, DType to, int64_t count, const void* x, void* y, gpuStream_t stream);
-// y = x * scale[c] + shift[c] (scale, shift fp32: the unfolded BatchNorm, precomputed).
+// y = act(x * scale[c] + shift[c]) (scale, shift fp32: the unfolded BatchNorm, precomputed).
 Status batchnorm_affine(DType dtype, int n, int hw, int c, InNhwc x, const float* scale, const float* shift, OutNhwc y,
-                        gpuStream_t stream);
+                        const Activation& act, gpuStream_t stream);
 // Copies x (C channels) into channels [y.c_offset, y.c_offset + C) of a wider buffer.
 Status concat_copy(DType dtype, int n, int hw, int c, InNhwc x, OutNhwc y, gpuStream_t stream);
 

@@ -157,7 +157,7 @@ Status cast(DType from, DType to, int64_t count, const void* x, void* y, gpuStre
 }
 
 Status batchnorm_affine(DType dtype, int n, int hw, int c, InNhwc x, const float* scale, const float* shift, OutNhwc y,
-                        gpuStream_t stream) {
+                        const Activation& act, gpuStream_t stream) {
   if (!scale || !shift) return {"batchnorm: null scale or shift"};
   PointwiseDesc d;
   d.n = n, d.hw = hw, d.c = c;
@@ -168,6 +168,7 @@ Status batchnorm_affine(DType dtype, int n, int hw, int c, InNhwc x, const float
   d.steps[0] = {PwOp::kMul, 1, false, {}};
   d.steps[1] = {PwOp::kAdd, 2, false, {}};
   d.num_steps = 2;
+  if (!act.is_identity()) d.steps[d.num_steps++] = {PwOp::kAct, 0, false, act};
   d.out_dtype = dtype;
   d.out = y;
   return pointwise(d, stream);
