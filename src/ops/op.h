@@ -7,6 +7,7 @@
 
 #include <cstdarg>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,6 +85,19 @@ struct RunResources {
   size_t scratch_bytes = 0;
   void* state = nullptr;   // the kernel's KernelState for this run context
   void* stream = nullptr;  // backend stream (a gpuStream_t on GPUs)
+  // Magnitude bounds known in this run (null: none kept): bounds[in_values[i]] for input slot i and
+  // bounds[out_values[o]] for output slot o (value id -1: absent). A bound B says every element of
+  // the value is finite with |x| <= B; +Inf (the start of every run) says nothing. A kernel that
+  // proves one for an output may set it (the oneDNN convs' NaN guard, dnnl_conv.cpp); the executor
+  // carries it through inserted conversions.
+  float* bounds = nullptr;
+  const int* in_values = nullptr;
+  const int* out_values = nullptr;
+  float in_bound(size_t i) const { return bounds && in_values[i] >= 0 ? bounds[in_values[i]] : kNoBound; }
+  void set_out_bound(size_t o, float b) const {
+    if (bounds && out_values[o] >= 0) bounds[out_values[o]] = b;
+  }
+  static constexpr float kNoBound = std::numeric_limits<float>::infinity();
 };
 
 // Views of a step's inputs and outputs; holds pointers only (no allocation per step): the

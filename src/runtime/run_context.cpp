@@ -187,6 +187,7 @@ Status RunContext::run_steps(bool capturing, std::vector<StepTiming>* timings) {
   if (timings) timings->clear();
   std::map<std::string, std::pair<double, int>> by_kind;
   bool device_pending = false;  // device work enqueued since the last synchronization
+  bounds_.assign(p.values.size(), RunResources::kNoBound);
   for (size_t s = 0; s < p.steps.size(); ++s) {
     const PlanStep& st = p.steps[s];
     const bool on_device = streams_[st.arena] != nullptr;
@@ -205,6 +206,9 @@ Status RunContext::run_steps(bool capturing, std::vector<StepTiming>* timings) {
     res.scratch_bytes = p.arenas[st.arena].scratch_bytes;
     res.state = states_[s].get();
     res.stream = on_device ? streams_[st.arena]->native() : nullptr;
+    res.bounds = bounds_.data();
+    res.in_values = st.inputs.data();
+    res.out_values = st.outputs.data();
     ComputeContext ctx(p.node_of(st), step_in_[s].data(), step_in_[s].size(), step_out_[s].data(), step_out_[s].size(),
                        p.num_threads, res);
     const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
@@ -213,6 +217,9 @@ Status RunContext::run_steps(bool capturing, std::vector<StepTiming>* timings) {
             ? Status::error(StatusCode::kDeviceError, ctx.node.label() + ": kernel launch failed (injected fault)")
             : st.kernel->run(ctx);
     if (!status.is_ok()) return status;
+    // A conversion (reorder, copy) keeps the values: and so their bound.
+    if (st.node < 0 && st.inputs.size() == 1 && st.outputs.size() == 1 && st.inputs[0] >= 0 && st.outputs[0] >= 0)
+      bounds_[st.outputs[0]] = bounds_[st.inputs[0]];
     device_pending = device_pending || on_device;
     if (timed) {
       if (on_device) {  // a device step's time: until its work is done

@@ -52,6 +52,7 @@ class RunContext {
   std::vector<std::vector<const TensorRef*>> step_in_;  // per step: pointers into refs_
   std::vector<std::vector<TensorRef*>> step_out_;
   std::vector<Tensor> dynamic_;  // per plan value (dynamic steps)
+  std::vector<float> bounds_;    // per plan value: magnitude bounds known in this run (RunResources)
   std::vector<char> direct_;     // per graph output: may be bound to the caller's buffer
   std::vector<char> bound_;      // per graph output: bound in this run
   // Graphs: pinned copies of host inputs (the graph reads fixed addresses), the device

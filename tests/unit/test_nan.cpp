@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "backend_harness.h"
+#include "onnx_model_builder.h"
 
 namespace infera::test {
 namespace {
@@ -109,6 +110,71 @@ TEST(NanSemantics, FusedBatchNormKeepsNaN) {
     expect_ref_keeps_nan(c, std::string("FusedBatchNorm + ") + act);
     check_case(c, std::string("FusedBatchNorm + ") + act + " with NaN/Inf", {"dnnl"});
   }
+}
+
+// The oneDNN convs' NaN guard reads an input only where the run has no bound for it (a guarded conv
+// proves one for its output, a conv without activation carries its inputs' on): a chain of fused
+// convs (Relu, Clip, a projection with a residual, a Mul by a second input z in the middle) must give
+// the reference's NaN / Inf pattern for NaN in any input and for values that overflow, and the
+// bounds of one run must not leak into the next (one session, runs in turn).
+TEST(NanSemantics, ConvChainsKeepNaNWhereTheGuardTrustsBounds) {
+  ModelBuilder mb(13);
+  const int64_t C = 16;
+  mb.input("x", {1, C, 8, 8});
+  mb.input("z", {1, C, 8, 8});
+  mb.output("out");
+  auto weights = [&](const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
+    Tensor t = random_tensor(dims, seed, -0.5f, 0.5f);
+    mb.floats(name, dims, std::vector<float>(t.data_as<float>(), t.data_as<float>() + t.numel()));
+  };
+  weights("W1", {C, C, 3, 3}, 1), weights("B1", {C}, 2), weights("W2", {C, C, 1, 1}, 3), weights("B2", {C}, 4);
+  weights("W3", {C, C, 1, 1}, 5), weights("W4", {C, C, 3, 3}, 6), weights("B4", {C}, 7), weights("W5", {C, C, 1, 1}, 8);
+  mb.floats("lo", {}, {0.f});
+  mb.floats("hi", {}, {6.f});
+  set_ints(mb.node("Conv", {"x", "W1", "B1"}, {"c1"}), "pads", {1, 1, 1, 1});
+  mb.node("Relu", {"c1"}, {"r1"});
+  mb.node("Conv", {"r1", "W2", "B2"}, {"c2"});
+  mb.node("Clip", {"c2", "lo", "hi"}, {"r2"});
+  mb.node("Conv", {"r2", "W3"}, {"c3"});
+  mb.node("Add", {"c3", "r1"}, {"s3"});  // a projection with a residual: carries the bounds on
+  set_ints(mb.node("Conv", {"s3", "W4", "B4"}, {"c4"}), "pads", {1, 1, 1, 1});
+  mb.node("Relu", {"c4"}, {"r4"});
+  mb.node("Mul", {"r4", "z"}, {"m"});
+  mb.node("Conv", {"m", "W5"}, {"c5"});
+  mb.node("Relu", {"c5"}, {"out"});
+  auto dnnl = mb.load(true, true);
+  auto ref = mb.load(true, false);
+  ASSERT_TRUE(dnnl.is_ok()) << dnnl.message();
+  ASSERT_TRUE(ref.is_ok()) << ref.message();
+  struct In {
+    const char* what;
+    float x_special, z_special;  // written at a few positions (0: none)
+  };
+  const In cases[] = {{"finite", 0, 0},       {"NaN in x", kNaN, 0}, {"finite again", 0, 0}, {"NaN in z", 0, kNaN},
+                      {"overflow", 3e37f, 0}, {"Inf in x", kInf, 0}, {"finite last", 0, 0}};
+  int nan_outputs = 0;
+  for (const In& c : cases) {
+    Tensor x = random_tensor({1, C, 8, 8}, 11), z = random_tensor({1, C, 8, 8}, 13);
+    for (int64_t i : {5, 300, 777}) {
+      if (c.x_special != 0) x.data_as<float>()[i] = c.x_special;
+      if (c.z_special != 0) z.data_as<float>()[i] = c.z_special;
+    }
+    auto a = dnnl.value()->run({{"x", x}, {"z", z}});
+    auto b = ref.value()->run({{"x", x}, {"z", z}});
+    ASSERT_TRUE(a.is_ok()) << c.what << ": " << a.message();
+    ASSERT_TRUE(b.is_ok()) << c.what << ": " << b.message();
+    const float* pa = a.value()[0].data_as<float>();
+    const float* pb = b.value()[0].data_as<float>();
+    int bad = 0;
+    for (int64_t i = 0; i < a.value()[0].numel() && bad < 5; ++i) {
+      const bool same = std::isnan(pb[i])   ? std::isnan(pa[i])
+                        : std::isinf(pb[i]) ? pa[i] == pb[i]
+                                            : std::fabs(pa[i] - pb[i]) <= 1e-3f * (1.f + std::fabs(pb[i]));
+      if (!same) ++bad, ADD_FAILURE() << c.what << ": out[" << i << "] = " << pa[i] << ", reference " << pb[i];
+      nan_outputs += std::isnan(pb[i]);
+    }
+  }
+  EXPECT_GT(nan_outputs, 0) << "no case made a NaN output: the test proves nothing";
 }
 
 TEST(NanSemantics, ClipOnEveryBackend) {

@@ -240,6 +240,7 @@ Status DnnlKernel::run(ComputeContext& ctx) const {
         return ctx.error("oneDNN kernel: no buffer for %s %d", s.kind == Kind::kOutput ? "output" : "input", s.index);
       st->mems[i].set_data_handle(p);
     }
+    if (before_) before_(ctx);
     const bool alt = use_alt_ && use_alt_(ctx);
     const size_t first = alt ? split_ : 0, last = alt ? steps_.size() : std::min(split_, steps_.size());
     for (size_t i = first; i < last; ++i) {

@@ -534,11 +534,17 @@ INFERA_CLONES void hardsigmoid_range(const float* x, float* y, int64_t n, float 
   }
 }
 
-INFERA_CLONES int beyond_range(const float* p, int64_t n, float t) {
+// max |p[i]|, or +Inf when some p[i] is NaN or +-Inf (NaN compares false: caught by the second test).
+INFERA_CLONES float max_abs_range(const float* p, int64_t n) {
+  float m = 0.f;
   int bad = 0;
-#pragma omp simd reduction(| : bad)
-  for (int64_t i = 0; i < n; ++i) bad |= !(std::fabs(p[i]) <= t);  // NaN compares false: bad
-  return bad;
+#pragma omp simd reduction(max : m) reduction(| : bad)
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(p[i]);
+    m = a > m ? a : m;
+    bad |= !(a <= std::numeric_limits<float>::max());
+  }
+  return bad ? std::numeric_limits<float>::infinity() : m;
 }
 
 // [0, n) in `parts` chunks of whole 64-byte lines: chunk j.
@@ -564,16 +570,16 @@ void activation_loop(const Activation& a, const float* x, float* y, int64_t n, i
 
 }  // namespace
 
-bool any_beyond(const float* p, int64_t n, float t, int threads) {
+float max_abs(const float* p, int64_t n, int threads) {
   const int nth = n >= (int64_t(1) << 16) ? std::max(1, threads) : 1;
-  if (nth == 1) return beyond_range(p, n, t) != 0;
-  int bad = 0;
-#pragma omp parallel for num_threads(nth) schedule(static) reduction(| : bad)
+  if (nth == 1) return max_abs_range(p, n);
+  float m = 0.f;
+#pragma omp parallel for num_threads(nth) schedule(static) reduction(max : m)
   for (int j = 0; j < nth; ++j) {
     const auto [b, e] = chunk(n, nth, j);
-    bad |= beyond_range(p + b, e - b, t);
+    m = std::max(m, max_abs_range(p + b, e - b));
   }
-  return bad != 0;
+  return m;
 }
 
 std::function<void(ComputeContext&)> activation_after(const Activation& a, const Dims& d, Format f, bool from_input) {

@@ -95,8 +95,8 @@ bool fused_activation(const Activation& a, std::vector<EltOp>& ops, bool& loop);
 // when f has no padded lanes.
 std::function<void(ComputeContext&)> activation_after(const Activation& a, const Dims& d, Format f,
                                                       bool from_input = false);
-// True when some value of p[0..n) is NaN, +-Inf or larger than t in magnitude (one vectorized read).
-bool any_beyond(const float* p, int64_t n, float t, int threads);
+// max |p[i]| over [0, n), +Inf when some value is NaN or +-Inf (one vectorized read).
+float max_abs(const float* p, int64_t n, int threads);
 
 // The kernel every family builds. While building, memories stand for what a run binds: an
 // input or output slot (bind_*), per-run temporaries in the scratch (temp), or data owned by
@@ -119,6 +119,8 @@ class DnnlKernel : public StepKernel {
   void set_impl(const std::string& s) { impl_ = s; }
   // Runs after the primitives, on the bound buffers (e.g. the max pools' NaN fix-up).
   void set_after(std::function<void(ComputeContext&)> f) { after_ = std::move(f); }
+  // Runs before anything else (the convs' output bounds from their inputs', RunResources).
+  void set_before(std::function<void(ComputeContext&)> f) { before_ = std::move(f); }
   // A second way to compute the same result: the steps added after begin_alternative(), then
   // alt_after. A run takes it when use_alternative(ctx) says so (read before any step), else
   // the steps before and after_. Both share the bound and temporary memories.
@@ -162,7 +164,7 @@ class DnnlKernel : public StepKernel {
   std::vector<Step> steps_;
   size_t temp_bytes_ = 0, scratchpad_bytes_ = 0, weight_bytes_ = 0;
   std::vector<std::shared_ptr<const PackedBlob>> blobs_;  // what adopted memories lie in
-  std::function<void(ComputeContext&)> after_;
+  std::function<void(ComputeContext&)> after_, before_;
   size_t split_ = SIZE_MAX;  // steps_[split_..] are the alternative (begin_alternative)
   std::function<bool(ComputeContext&)> use_alt_;
   std::function<void(ComputeContext&)> alt_after_;
