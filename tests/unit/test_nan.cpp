@@ -113,10 +113,10 @@ TEST(NanSemantics, FusedBatchNormKeepsNaN) {
 }
 
 // The oneDNN convs' NaN guard reads an input only where the run has no bound for it (a guarded conv
-// proves one for its output, a conv without activation carries its inputs' on): a chain of fused
-// convs (Relu, Clip, a projection with a residual, a Mul by a second input z in the middle) must give
-// the reference's NaN / Inf pattern for NaN in any input and for values that overflow, and the
-// bounds of one run must not leak into the next (one session, runs in turn).
+// proves one for its output, a conv without activation carries its inputs' on, the BatchNorm loop
+// measures its output's): a FusedBatchNorm and a chain of fused convs (Relu, Clip, a projection with a residual, a Mul
+// by a second input z in the middle) must give the reference's NaN / Inf pattern for NaN in any input and for values
+// that overflow, and the bounds of one run must not leak into the next (one session, runs in turn).
 TEST(NanSemantics, ConvChainsKeepNaNWhereTheGuardTrustsBounds) {
   ModelBuilder mb(13);
   const int64_t C = 16;
@@ -129,9 +129,13 @@ TEST(NanSemantics, ConvChainsKeepNaNWhereTheGuardTrustsBounds) {
   };
   weights("W1", {C, C, 3, 3}, 1), weights("B1", {C}, 2), weights("W2", {C, C, 1, 1}, 3), weights("B2", {C}, 4);
   weights("W3", {C, C, 1, 1}, 5), weights("W4", {C, C, 3, 3}, 6), weights("B4", {C}, 7), weights("W5", {C, C, 1, 1}, 8);
+  weights("g", {C}, 9), weights("be", {C}, 10), weights("mu", {C}, 11);
+  mb.floats("var", {C}, std::vector<float>(C, 0.8f));
   mb.floats("lo", {}, {0.f});
   mb.floats("hi", {}, {6.f});
-  set_ints(mb.node("Conv", {"x", "W1", "B1"}, {"c1"}), "pads", {1, 1, 1, 1});
+  mb.node("BatchNormalization", {"x", "g", "be", "mu", "var"}, {"n0"});  // + Relu: FusedBatchNorm
+  mb.node("Relu", {"n0"}, {"r0"});
+  set_ints(mb.node("Conv", {"r0", "W1", "B1"}, {"c1"}), "pads", {1, 1, 1, 1});
   mb.node("Relu", {"c1"}, {"r1"});
   mb.node("Conv", {"r1", "W2", "B2"}, {"c2"});
   mb.node("Clip", {"c2", "lo", "hi"}, {"r2"});

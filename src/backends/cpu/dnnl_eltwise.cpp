@@ -207,37 +207,63 @@ inline float bn_act(float v, float lo, float hi) {
   return v;
 }
 
+// The loops also return max |y| (m) and whether some y is NaN or +-Inf (bad): the output's bound
+// (RunResources) for the convs after it, at no extra read.
+struct MaxAbs {
+  float m = 0.f;
+  int bad = 0;
+};
+
 // Blocked rows: `pixels` groups of B channels, coefficients a[0..B), b[0..B).
 template <int kAct, int B>
-inline void bn_block(const float* x, float* y, int64_t pixels, const float* a, const float* b, float lo, float hi) {
+inline void bn_block(const float* x, float* y, int64_t pixels, const float* a, const float* b, float lo, float hi,
+                     MaxAbs& r) {
+  float m = r.m;
+  int bad = r.bad;
   for (int64_t p = 0; p < pixels; ++p) {
-#pragma omp simd
-    for (int l = 0; l < B; ++l) y[p * B + l] = bn_act<kAct>(x[p * B + l] * a[l] + b[l], lo, hi);
+#pragma omp simd reduction(max : m) reduction(| : bad)
+    for (int l = 0; l < B; ++l) {
+      const float v = bn_act<kAct>(x[p * B + l] * a[l] + b[l], lo, hi), av = std::fabs(v);
+      y[p * B + l] = v;
+      m = av > m ? av : m;
+      bad |= !(av <= std::numeric_limits<float>::max());
+    }
   }
+  r.m = m, r.bad = bad;
 }
 
 // A plain row: n values of one channel.
 template <int kAct>
-inline void bn_row(const float* x, float* y, int64_t n, float a, float b, float lo, float hi) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) y[i] = bn_act<kAct>(x[i] * a + b, lo, hi);
+inline void bn_row(const float* x, float* y, int64_t n, float a, float b, float lo, float hi, MaxAbs& r) {
+  float m = r.m;
+  int bad = r.bad;
+#pragma omp simd reduction(max : m) reduction(| : bad)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = bn_act<kAct>(x[i] * a + b, lo, hi), av = std::fabs(v);
+    y[i] = v;
+    m = av > m ? av : m;
+    bad |= !(av <= std::numeric_limits<float>::max());
+  }
+  r.m = m, r.bad = bad;
 }
 
 // Rows [r0, r1) of `len` floats: row r holds channel group r % cb (of `block` channels).
 template <int kAct>
-INFERA_CLONES void bn_rows(const float* x, float* y, int64_t r0, int64_t r1, int64_t len, int block, int64_t cb,
-                           const float* a, const float* b, float lo, float hi) {
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t c = (r % cb) * block;
-    const float* xr = x + r * len;
-    float* yr = y + r * len;
+INFERA_CLONES MaxAbs bn_rows(const float* x, float* y, int64_t r0, int64_t r1, int64_t len, int block, int64_t cb,
+                             const float* a, const float* b, float lo, float hi) {
+  MaxAbs r;
+  for (int64_t i = r0; i < r1; ++i) {
+    const int64_t c = (i % cb) * block;
+    const float* xr = x + i * len;
+    float* yr = y + i * len;
     if (block == 16)
-      bn_block<kAct, 16>(xr, yr, len / 16, a + c, b + c, lo, hi);
+      bn_block<kAct, 16>(xr, yr, len / 16, a + c, b + c, lo, hi, r);
     else if (block == 8)
-      bn_block<kAct, 8>(xr, yr, len / 8, a + c, b + c, lo, hi);
+      bn_block<kAct, 8>(xr, yr, len / 8, a + c, b + c, lo, hi, r);
     else
-      bn_row<kAct>(xr, yr, len, a[c], b[c], lo, hi);
+      bn_row<kAct>(xr, yr, len, a[c], b[c], lo, hi, r);
   }
+  return r;
 }
 
 struct BnLoop {
@@ -253,18 +279,27 @@ struct BnLoop {
     float* y = ctx.out(0).ptr<float>();
     const float* x = in_place ? y : ctx.in(0).ptr<const float>();
     const int threads = rows * len >= (int64_t(1) << 15) ? std::max(1, ctx.num_threads) : 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
+    float m = 0.f;
+    int bad = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(max : m) reduction(| : bad)
     for (int j = 0; j < threads; ++j) {
       const int64_t r0 = rows * j / threads, r1 = rows * (j + 1) / threads;
+      MaxAbs r;
       if (vec == 1) {
-        bn_rows<1>(x, y, r0, r1, len, block, cb, a.data(), b.data(), 0.f, 0.f);
+        r = bn_rows<1>(x, y, r0, r1, len, block, cb, a.data(), b.data(), 0.f, 0.f);
       } else if (vec == 2) {
-        bn_rows<2>(x, y, r0, r1, len, block, cb, a.data(), b.data(), act.alpha, act.beta);
+        r = bn_rows<2>(x, y, r0, r1, len, block, cb, a.data(), b.data(), act.alpha, act.beta);
       } else {
-        bn_rows<0>(x, y, r0, r1, len, block, cb, a.data(), b.data(), 0.f, 0.f);
-        apply_activation(act, y + r0 * len, (r1 - r0) * len);  // in cache: the chunk just written
+        r = bn_rows<0>(x, y, r0, r1, len, block, cb, a.data(), b.data(), 0.f, 0.f);
+        if (!act.is_identity()) {
+          apply_activation(act, y + r0 * len, (r1 - r0) * len);  // in cache: the chunk just written
+          r.bad = 1;                                             // no bound claimed for the other kinds
+        }
       }
+      m = std::max(m, r.m);
+      bad |= r.bad;
     }
+    ctx.res.set_out_bound(0, bad ? RunResources::kNoBound : m);
     if (block > 1 && C % block != 0 && (vec == 2 || (vec == 0 && !act.is_identity()))) {
       const int64_t n = rows / cb, hw = len / block;  // f(0) may be non-zero: padded lanes back to 0
       for (int64_t i = 0; i < n; ++i)
