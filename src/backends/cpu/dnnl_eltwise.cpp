@@ -214,37 +214,42 @@ struct MaxAbs {
   int bad = 0;
 };
 
-// Blocked rows: `pixels` groups of B channels, coefficients a[0..B), b[0..B).
+// Blocked rows: `pixels` groups of B channels, coefficients a[0..B), b[0..B). The max runs per lane
+// (a reduction clause on the B-lane loop reduced across lanes at every pixel, and an integer NaN flag
+// beside the float lanes: 2.6-9x slower on DenseNet's norms, measured).
 template <int kAct, int B>
 inline void bn_block(const float* x, float* y, int64_t pixels, const float* a, const float* b, float lo, float hi,
                      MaxAbs& r) {
-  float m = r.m;
-  int bad = r.bad;
+  // z collects v * 0: NaN as soon as one v is NaN or +-Inf.
+  float m[B] = {}, z[B] = {};
   for (int64_t p = 0; p < pixels; ++p) {
-#pragma omp simd reduction(max : m) reduction(| : bad)
+#pragma omp simd
     for (int l = 0; l < B; ++l) {
       const float v = bn_act<kAct>(x[p * B + l] * a[l] + b[l], lo, hi), av = std::fabs(v);
       y[p * B + l] = v;
-      m = av > m ? av : m;
-      bad |= !(av <= std::numeric_limits<float>::max());
+      m[l] = av > m[l] ? av : m[l];
+      z[l] += v * 0.f;
     }
   }
-  r.m = m, r.bad = bad;
+  for (int l = 0; l < B; ++l) {
+    r.m = std::max(r.m, m[l]);
+    r.bad |= z[l] != 0.f;  // NaN != 0
+  }
 }
 
 // A plain row: n values of one channel.
 template <int kAct>
 inline void bn_row(const float* x, float* y, int64_t n, float a, float b, float lo, float hi, MaxAbs& r) {
-  float m = r.m;
-  int bad = r.bad;
-#pragma omp simd reduction(max : m) reduction(| : bad)
+  float m = r.m, z = 0.f;  // z: NaN as soon as one v is NaN or +-Inf
+#pragma omp simd reduction(max : m) reduction(+ : z)
   for (int64_t i = 0; i < n; ++i) {
     const float v = bn_act<kAct>(x[i] * a + b, lo, hi), av = std::fabs(v);
     y[i] = v;
     m = av > m ? av : m;
-    bad |= !(av <= std::numeric_limits<float>::max());
+    z += v * 0.f;
   }
-  r.m = m, r.bad = bad;
+  r.m = m;
+  r.bad |= z != 0.f;
 }
 
 // Rows [r0, r1) of `len` floats: row r holds channel group r % cb (of `block` channels).
