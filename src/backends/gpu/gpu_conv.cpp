@@ -7,7 +7,9 @@
 // (`infera info --device gpu --plan`).
 #include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <cstdio>
+#include <functional>
 #include <optional>
 
 #include "backends/gpu/blas.h"
@@ -86,6 +88,26 @@ PerfKey gpu_key(const GpuConfig& c, const char* op, std::string shape, const Act
   return k;
 }
 
+// Whether run() (one launch on the default stream) turns a NaN written at in[0] into NaN at each of the
+// `count` elements from out, as the reference does (NaN * w is NaN); in[0] is zero again after (the
+// timing inputs are zeros). fp32 and fp16 data.
+template <class F>
+bool nan_reaches(gpu::DType dt, void* in, const void* out, int count, F&& run) {
+  const bool f16 = dt == gpu::DType::kF16;
+  const size_t es = f16 ? 2 : 4;
+  const uint32_t nan32 = 0x7fc00000u, zero = 0;
+  const uint16_t nan16 = 0x7e00u;
+  std::vector<uint16_t> y16(f16 ? count : 0);
+  std::vector<float> y32(f16 ? 0 : count);
+  bool ok = gpuMemcpyHtoD(in, f16 ? static_cast<const void*>(&nan16) : &nan32, es) == gpuSuccess && run().ok() &&
+            gpuDeviceSynchronize() == gpuSuccess &&
+            gpuMemcpyDtoH(f16 ? static_cast<void*>(y16.data()) : y32.data(), out, count * es) == gpuSuccess;
+  ok = gpuMemcpyHtoD(in, &zero, es) == gpuSuccess && ok;
+  for (int c = 0; ok && c < count; ++c)
+    ok = f16 ? (y16[c] & 0x7c00u) == 0x7c00u && (y16[c] & 0x3ffu) != 0 : std::isnan(y32[c]);
+  return ok;
+}
+
 // One layer's kernel choice. The shared half (settings, perf db lookups and records) is
 // tune::Choice: a layer the perf db has is made without timing (and cuDNN's engines, compiled
 // at run time, only when the db names one). Else our candidates are timed first (a candidate
@@ -96,6 +118,9 @@ struct Choice {
   gpu::Candidate ours;
   std::optional<gpu::VendorCandidate> vendor;  // set when the vendor's won
   std::string summary;                         // every candidate and its time, or "perf db ..."
+  // Set by a layer whose vendor candidates may compute a different NaN than ours (a fused Relu
+  // that maps NaN to 0): false drops that candidate, from the search and as a perf db winner.
+  std::function<bool(const gpu::VendorCandidate&)> keeps_nan;
 
   // make_vendor(only) -> the vendor's candidates (empty when off or the epilogue does not fuse;
   // only != "": just that one where the library can build it alone, as a perf db winner needs);
@@ -132,13 +157,13 @@ struct Choice {
         std::vector<gpu::VendorCandidate> one = make_vendor(*w);
         std::vector<std::string> on;
         for (const auto& v : one) on.push_back(v.name);
-        if (auto i = db.known(on)) {
+        if (auto i = db.known(on); i && (!keeps_nan || keeps_nan(one[*i]))) {
           vendor = one[*i], summary = db.summary();
           return Status::ok();
         }
         std::vector<std::string> vn;
         for (const auto& v : *vendors()) vn.push_back(v.name);
-        if (auto i = db.known(vn)) {
+        if (auto i = db.known(vn); i && (!keeps_nan || keeps_nan((*vendors())[*i]))) {
           vendor = (*vendors())[*i], summary = db.summary();
           return Status::ok();
         }
@@ -165,8 +190,11 @@ struct Choice {
     std::vector<std::string> an;
     for (size_t i : allowed.index) an.push_back(names[i]);
     if (auto j = ch.known(an)) {
-      take(allowed.index[*j]), summary = ch.summary();
-      return Status::ok();
+      const size_t i = allowed.index[*j];
+      if (i < cands.size() || !keeps_nan || keeps_nan((*vendors())[i - cands.size()])) {
+        take(i), summary = ch.summary();
+        return Status::ok();
+      }
     }
     size_t ws = 0;
     for (size_t i : allowed.index)
@@ -187,8 +215,9 @@ struct Choice {
         if (w.is_ok() && !w.value()) w = sc.get(device, std::max<size_t>(ws, 1));
         if (!w.is_ok()) break;
         const gpu::VendorCandidate& v = (*vendors())[i - cands.size()];
-        ms = time_ms(
-            device, [&](gpuStream_t st) { return run_vendor(v, w.value(), ws, st); }, cutoff, ch.reps());
+        if (!keeps_nan || keeps_nan(v))  // else recorded as failed: never its winner
+          ms = time_ms(
+              device, [&](gpuStream_t st) { return run_vendor(v, w.value(), ws, st); }, cutoff, ch.reps());
       }
       ch.note(names[i], ms);
       if (ms < best) best = ms, best_i = i;
@@ -350,6 +379,18 @@ class ConvKernel : public GpuKernel {
     std::snprintf(shape, sizeof shape, "n%d c%d h%d w%d k%d r%d s%d st%dx%d p%d,%d,%d,%d d%dx%d g%d y%lld+%lld", s.n,
                   s.c, s.h, s.w, s.k, s.r, s.s, s.stride_h, s.stride_w, s.pad_t, s.pad_l, s.pad_b, s.pad_r, s.dil_h,
                   s.dil_w, s.groups, static_cast<long long>(y_ps_), static_cast<long long>(y_coff_));
+    // A NaN at x[0] (image 0, pixel 0, channel 0) must reach output pixel 0 of every channel of
+    // group 0 (NaN * w is NaN), as in the reference: cuDNN engines whose fused Relu maps NaN to 0
+    // fail this (engine 11 of a [2,16,10,10] fp32 3x3 conv + Relu did on the H200, 2026-12-04).
+    if (!p_.act.is_identity() && s.pad_t <= (s.r - 1) * s.dil_h && s.pad_l <= (s.s - 1) * s.dil_w &&
+        (s.dtype == gpu::DType::kF32 || s.dtype == gpu::DType::kF16))
+      choice_.keeps_nan = [&](const gpu::VendorCandidate& vc) {
+        auto vw = sc.get(cfg_.dev.index, std::max<size_t>(vc.workspace_bytes, 1));
+        return vw.is_ok() && nan_reaches(s.dtype, x.value(), static_cast<const char*>(y.value()) + y_coff_ * es,
+                                         s.k / std::max(1, s.groups), [&] {
+                                           return gpu::dnn_conv_run(vc, t, vw.value(), vc.workspace_bytes, nullptr);
+                                         });
+      };
     Status st = choice_.choose(
         req_,
         gpu_key(cfg_, "conv", shape, p_.act, std::string(p_.bias ? "bias" : "") + (p_.residual ? "+residual" : "")),
@@ -365,6 +406,7 @@ class ConvKernel : public GpuKernel {
         [&](const gpu::VendorCandidate& vc, void* vw, size_t vws, gpuStream_t stream) {
           return gpu::dnn_conv_run(vc, t, vw, vws, stream);
         });
+    choice_.keeps_nan = nullptr;  // it holds this function's buffers
     if (!st.is_ok()) return st.prefixed("conv: ");
     impl_ = choice_.name();
     return Status::ok();
@@ -729,6 +771,15 @@ class GemmKernel : public GpuKernel {
     char shape[256];
     std::snprintf(shape, sizeof shape, "b%d m%d n%d k%d ta%d tb%d bconst%d", s.batch, s.m, s.n, s.k, s.trans_a ? 1 : 0,
                   s.trans_b ? 1 : 0, p_.b_const ? 1 : 0);
+    // A NaN at A[0] must reach row 0 of C (every column): cuBLASLt's Relu epilogue may map it to 0
+    // (algorithm 24 in fp16 did on the H200, 2026-12-04).
+    if (!p_.act.is_identity() && (s.dtype == gpu::DType::kF32 || s.dtype == gpu::DType::kF16))
+      choice_.keeps_nan = [&](const gpu::VendorCandidate& vc) {
+        auto vw = sc.get(cfg_.dev.index, std::max<size_t>(vc.workspace_bytes, 1));
+        return vw.is_ok() && nan_reaches(s.dtype, a.value(), y.value(), s.n, [&] {
+                 return gpu::blas_gemm_run(vc, t, vw.value(), vc.workspace_bytes, nullptr);
+               });
+      };
     Status st = choice_.choose(
         req_, gpu_key(cfg_, "gemm", shape, p_.act, t.bias ? "bias" : ""), cands, sc,
         [&](const std::string&) {
@@ -740,6 +791,7 @@ class GemmKernel : public GpuKernel {
         [&](const gpu::VendorCandidate& vc, void* vw, size_t vws, gpuStream_t stream) {
           return gpu::blas_gemm_run(vc, t, vw, vws, stream);
         });
+    choice_.keeps_nan = nullptr;  // it holds this function's buffers
     if (!st.is_ok()) return st.prefixed("gemm: ");
     impl_ = choice_.name();
     return Status::ok();
