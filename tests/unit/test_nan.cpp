@@ -334,6 +334,26 @@ TEST(NanSemantics, ActivationsFusedIntoConvKeepNaN) {
       }
 }
 
+TEST(NanSemantics, FusedConvWithAnInfWeightOnZeroInput) {
+  // 0 * Inf = NaN before the activation even where X is all zeros: no magnitude of X makes the fused
+  // post-op exact then (the guard once took it for X = 0).
+  for (const char* act : {"Relu", "Clip"}) {
+    OpCase c;
+    c.op = "FusedConv";
+    c.domain = "com.infera";
+    c.attrs = {{"activation", attr_s(act)}};
+    if (std::string(act) == "Clip") c.attrs["activation_alpha"] = attr_f(0.f), c.attrs["activation_beta"] = attr_f(6.f);
+    Tensor w = random_tensor({16, 16, 1, 1}, 7400);
+    w.data_as<float>()[3] = kInf;  // output channel 0
+    c.inputs = {make_tensor<float>(DataType::kFloat32, {1, 16, 4, 4}, std::vector<float>(256, 0.f)), w};
+    c.const_inputs = {1};
+    auto ref = run_op(c.op, c.attrs, c.inputs, 1, 17, c.const_inputs, c.domain);
+    ASSERT_TRUE(ref.is_ok()) << ref.message();
+    EXPECT_TRUE(std::isnan(ref.value()[0].data_as<float>()[0])) << act << ": 0 * Inf must be NaN in the reference";
+    check_case(c, std::string("FusedConv+") + act + " with an Inf weight on zeros", {"dnnl"});
+  }
+}
+
 TEST(NanSemantics, FusedConvWhoseInfInputsSumToNaN) {
   // No NaN in X: at pixel 0 both channels are +Inf and W[m] = (1, -1): Inf - Inf = NaN before
   // the activation, where the post-ops would give 0 (Relu) or 0 (Clip(0, 6)). The guard must see

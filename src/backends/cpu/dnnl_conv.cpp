@@ -512,7 +512,8 @@ std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req) {
     // else from one read of the input; this conv then proves its own output's bound. A chain of
     // convs reads its input once every ~log(t) / log(smax) layers instead of at every layer
     // (the reads cost 7-13% of MobileNetV2 / MNASNet / RegNetY at batch 1, measured 2026-12-04).
-    const float t = std::isfinite(smax) ? static_cast<float>(FLT_MAX / ((smax + 2.0) * 16777216.0)) : 0.f;
+    const float t = std::isfinite(smax) ? static_cast<float>(FLT_MAX / ((smax + 2.0) * 16777216.0))
+                                        : -1.f;  // -1: never exact (0 * Inf)
     auto bound_elems = [&](int slot, const Dims& d) {
       const Format f = d.size() == 4 ? req.in_format(slot) : Format::kPlain;
       const int64_t b = d.size() == 4 ? std::max(1, format_channel_block(f)) : 1;
