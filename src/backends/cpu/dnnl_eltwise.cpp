@@ -52,19 +52,32 @@ bool own_activation(const StepRequest& req, Activation& a) {
   return a.kind == ActKind::kRelu || a.kind == ActKind::kClip || a.kind == ActKind::kHardSigmoid;
 }
 
+// For our elementwise loops: when input 0 and output 0 of the step (dims d) have different formats,
+// a oneDNN reorder of the input into the output, where the loop then runs in place. True if added.
+bool reorder_into_output(DnnlKernel& k, const StepRequest& req, const Dims& d) {
+  const Format ls = req.in_format(0), ld = req.out_format(0);
+  if (ls == ld) return false;
+  memory src = k.bind_input(0, md_of(d, ls)), dst = k.bind_output(0, md_of(d, ld));
+  k.add_step(dnnl::reorder(
+                 dnnl::reorder::primitive_desc(engine(), src.get_desc(), engine(), dst.get_desc(), user_scratchpad())),
+             {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
+  return true;
+}
+
+// The padded lanes (channels C % block .. block of the last channel block) of a blocked y
+// [batch][cb][hw][block] back to zero, after a loop whose f(0) may be non-zero.
+void zero_padded_lanes(float* y, int64_t batch, int64_t cb, int64_t hw, int64_t block, int64_t C) {
+  for (int64_t i = 0; i < batch; ++i)
+    for (int64_t j = 0; j < hw; ++j)
+      for (int64_t c = C % block; c < block; ++c) y[((i * cb + cb - 1) * hw + j) * block + c] = 0.f;
+}
+
 std::unique_ptr<DnnlKernel> own_activation_create(const StepRequest& req, const Activation& a) {
   const Dims d = req.in_dims(0);
-  const Format ls = req.in_format(0), ld = req.out_format(0);
   auto k = std::make_unique<DnnlKernel>("infera activation");
-  // Different formats: a oneDNN reorder into the output first, then the loop in place there.
-  if (ls != ld) {
-    memory src = k->bind_input(0, md_of(d, ls)), dst = k->bind_output(0, md_of(d, ld));
-    k->add_step(dnnl::reorder(dnnl::reorder::primitive_desc(engine(), src.get_desc(), engine(), dst.get_desc(),
-                                                            user_scratchpad())),
-                {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
-  }
-  k->set_after(activation_after(a, d, ld, ls == ld));
-  k->set_impl(std::string(activation_name(a.kind)) + " loop (oneDNN's drops NaN)" + (ls != ld ? " (via reorder)" : ""));
+  const bool reorder = reorder_into_output(*k, req, d);
+  k->set_after(activation_after(a, d, req.out_format(0), !reorder));
+  k->set_impl(std::string(activation_name(a.kind)) + " loop (oneDNN's drops NaN)" + (reorder ? " (via reorder)" : ""));
   return k;
 }
 
@@ -305,12 +318,8 @@ struct BnLoop {
       bad |= r.bad;
     }
     ctx.res.set_out_bound(0, bad ? RunResources::kNoBound : m);
-    if (block > 1 && C % block != 0 && (vec == 2 || (vec == 0 && !act.is_identity()))) {
-      const int64_t n = rows / cb, hw = len / block;  // f(0) may be non-zero: padded lanes back to 0
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t p = 0; p < hw; ++p)
-          for (int64_t c = C % block; c < block; ++c) y[((i * cb + cb - 1) * hw + p) * block + c] = 0.f;
-    }
+    if (block > 1 && C % block != 0 && (vec == 2 || (vec == 0 && !act.is_identity())))
+      zero_padded_lanes(y, rows / cb, cb, len / block, block, C);
   }
 };
 
@@ -334,7 +343,7 @@ std::unique_ptr<DnnlKernel> bn_create(const StepRequest& req) {
   if (!op) return nullptr;
   const Dims d = req.in_dims(0);
   if (constant_stats(req)) {
-    const Format ls = req.in_format(0), ld = req.out_format(0);
+    const Format ld = req.out_format(0);
     BnLoop L;
     L.act = op->activation();
     L.vec = L.act.is_identity() ? 0 : L.act.kind == ActKind::kRelu ? 1 : L.act.kind == ActKind::kClip ? 2 : 0;
@@ -357,14 +366,7 @@ std::unique_ptr<DnnlKernel> bn_create(const StepRequest& req) {
       L.b[c] = static_cast<float>(static_cast<double>(be[c]) - static_cast<double>(m[c]) * a);
     }
     auto k = std::make_unique<DnnlKernel>("infera batchnorm");
-    // Different formats: a oneDNN reorder into the output first, then the loop in place there.
-    const bool reorder = ls != ld;
-    if (reorder) {
-      memory src = k->bind_input(0, md_of(d, ls)), dst = k->bind_output(0, md_of(d, ld));
-      k->add_step(dnnl::reorder(dnnl::reorder::primitive_desc(engine(), src.get_desc(), engine(), dst.get_desc(),
-                                                              user_scratchpad())),
-                  {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
-    }
+    const bool reorder = reorder_into_output(*k, req, d);
     L.in_place = reorder;
     k->set_after(L);
     std::string act = L.act.is_identity() ? "" : std::string(" + ") + activation_name(L.act.kind);
@@ -637,10 +639,7 @@ std::function<void(ComputeContext&)> activation_after(const Activation& a, const
     float* y = ctx.out(0).ptr<float>();
     const float* x = from_input ? ctx.in(0).ptr<const float>() : y;
     if (a.kind != ActKind::kIdentity) activation_loop(a, x, y, n, ctx.num_threads);
-    if (!fix_padding) return;
-    for (int64_t i = 0; i < batch; ++i)  // f(0) may be non-zero (HardSigmoid): padded lanes back to 0
-      for (int64_t j = 0; j < hw; ++j)
-        for (int64_t c = C % b; c < b; ++c) y[((i * cb + cb - 1) * hw + j) * b + c] = 0.f;
+    if (fix_padding) zero_padded_lanes(y, batch, cb, hw, b, C);  // f(0) may be non-zero (HardSigmoid)
   };
 }
 
