@@ -153,6 +153,8 @@ def build(model_path: Union[str, os.PathLike], output_path: Union[str, os.PathLi
           sess_options: Optional[SessionOptions] = ..., providers: Optional[Sequence[Provider]] = ...,
           input_shapes: Optional[Sequence[Dict[str, Sequence[int]]]] = ...) -> InferenceSession: ...
 def quantize(model_path: Union[str, os.PathLike], output_path: Union[str, os.PathLike],
-             calibration_data: Iterable[ArrayLike], method: str = ..., num_threads: int = ...,
-             accuracy_budget: Optional[float] = ..., fp32_layers: Sequence[str] = ...,
-             int8_layers: Sequence[str] = ...) -> Dict[str, Any]: ...
+             calibration_data: Union[Iterable[ArrayLike], str, os.PathLike], method: str = ...,
+             num_threads: int = ..., accuracy_budget: Optional[float] = ..., fp32_layers: Sequence[str] = ...,
+             int8_layers: Sequence[str] = ..., labels: Optional[Union[np.ndarray, Sequence[int]]] = ...,
+             preprocess: Optional[str] = ..., batch: Optional[int] = ...,
+             max_image_pixels: Optional[int] = ...) -> Dict[str, Any]: ...

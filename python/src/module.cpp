@@ -1,18 +1,24 @@
-// infera._infera: the Python extension over the public C++ API (include/infera/infera.h) only.
+// infera._infera: the Python extension over the public C++ API (include/infera/infera.h) only, and the
+// CLI's calibration-data library (infera.quantize reads .npy files and image folders as the CLI does).
 // The ONNX Runtime-shaped surface (InferenceSession, SessionOptions, providers, IoBinding) is
 // Python (python/infera/_session.py); this file is its hot path: feeds -> tensors, one
 // Session::run with the GIL released, outputs -> arrays that own the result (no copy).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "calib.h"  // tools/cli (infera_calib_data): calibration samples from files, images
 #include "convert.h"
+#include "image.h"
 #include "infera/multi_device.h"
 #include "infera/quantize.h"
 
@@ -337,19 +343,59 @@ class PySession {
   Device device_;
 };
 
-// infera.quantize: calibration over sample batches, then the QDQ model (infera quantize's core).
-nb::dict quantize_model(const std::string& model, const std::string& out, nb::list samples, const std::string& method,
-                        int num_threads, double budget, const std::vector<std::string>& force_float,
-                        const std::vector<std::string>& force_int8) {
+// The shared loader's messages (tools/cli) name the CLI's options; Python's name its arguments.
+Status python_names(const Status& st) {
+  std::string m = st.message();
+  const std::pair<const char*, const char*> names[] = {{"--calib-preprocess SPEC", "preprocess=SPEC"},
+                                                       {"--calib-preprocess", "preprocess"},
+                                                       {"--max-image-pixels", "max_image_pixels"}};
+  for (const auto& [cli, py] : names)
+    for (size_t at = m.find(cli); at != std::string::npos; at = m.find(cli, at + std::strlen(py)))
+      m.replace(at, std::strlen(cli), py);
+  return Status::error(st.or_code(StatusCode::kInvalidInput).code(), m);
+}
+
+// infera.quantize: calibration over sample batches (arrays, or read from `path` as `infera quantize
+// --calibration PATH [--calib-preprocess SPEC]` reads them), then the QDQ model (infera quantize's core).
+nb::dict quantize_model(const std::string& model, const std::string& out, const std::string& path, nb::list samples,
+                        const std::string& method, int num_threads, double budget,
+                        const std::vector<std::string>& force_float, const std::vector<std::string>& force_int8,
+                        const std::optional<std::vector<int64_t>>& labels, const std::optional<std::string>& preprocess,
+                        int64_t batch, int64_t max_image_pixels) {
   CalibrationOptions o;
   if (Status st = parse_calib_method(method, o.method, o.percentile); !st.is_ok()) raise_status(st);
   o.num_threads = num_threads;
+  if (preprocess) {  // the spec first, as the CLI checks it before loading anything
+    auto spec = cli::parse_preprocess(*preprocess);
+    if (!spec.is_ok()) raise_status(python_names(spec.status()));
+  }
+  if (max_image_pixels == 0) max_image_pixels = cli::kMaxImagePixels;
+  if (max_image_pixels < 1 || max_image_pixels > cli::kMaxImagePixels)
+    raise_error(StatusCode::kInvalidInput, "max_image_pixels must be in 1.." + std::to_string(cli::kMaxImagePixels) +
+                                               ", found " + std::to_string(max_image_pixels));
   std::vector<Feed> feeds;  // the arrays stay alive while calibrating
   std::vector<CalibrationSample> cs;
+  if (!path.empty()) {
+    Result<std::vector<CalibrationSample>> loaded = std::vector<CalibrationSample>{};
+    {
+      nb::gil_scoped_release unlocked;
+      loaded = cli::load_model_calibration(model, path, batch, preprocess.value_or(""), max_image_pixels);
+    }
+    if (!loaded.is_ok()) raise_status(python_names(loaded.status()));
+    cs = loaded.take();
+  }
   for (size_t i = 0; i < samples.size(); ++i) {
     const std::string name = "calibration sample " + std::to_string(i);
     feeds.push_back(to_feed(samples[i], name, DataType::kUndefined, Device::cpu()));
     cs.push_back({name, feeds.back().tensor});
+  }
+  if (labels) {  // counted before calibrating: one label per sample row, in order (>= 0: __init__.py)
+    int64_t rows = 0;
+    for (const CalibrationSample& c : cs) rows += c.tensor.dims().empty() ? 1 : c.tensor.dims()[0];
+    if (static_cast<int64_t>(labels->size()) != rows)
+      raise_error(StatusCode::kInvalidInput, "labels: " + std::to_string(labels->size()) + " labels for " +
+                                                 std::to_string(rows) +
+                                                 " calibration sample rows (one per row of the samples, in order)");
   }
   Result<CalibrationTable> t = CalibrationTable{};
   Result<MixedPlan> mix = MixedPlan{};
@@ -363,6 +409,7 @@ nb::dict quantize_model(const std::string& model, const std::string& out, nb::li
       mo.force_float = force_float;
       mo.force_int8 = force_int8;
       mo.num_threads = num_threads;
+      if (labels) mo.labels = *labels;  // the budget and errors are then top-1 points
       mix = choose_mixed(model, t.value(), cs, mo);
       if (!mix.is_ok()) t = mix.status();
       if (mix.is_ok()) floats = mix.value().float_layers();
@@ -377,8 +424,9 @@ nb::dict quantize_model(const std::string& model, const std::string& out, nb::li
   d["method"] = t.value().method;
   d["amax"] = t.value().amax;
   if (budget >= 0) {
+    const MixedPlan& mp = mix.value();
     nb::list layers;
-    for (const LayerChoice& l : mix.value().layers) {
+    for (const LayerChoice& l : mp.layers) {
       nb::dict e;
       e["layer"] = l.layer;
       e["precision"] = l.int8 ? "int8" : "fp32";
@@ -387,9 +435,14 @@ nb::dict quantize_model(const std::string& model, const std::string& out, nb::li
       layers.append(e);
     }
     d["layers"] = layers;
-    d["all_int8_error"] = mix.value().all_int8;
-    d["estimated_error"] = mix.value().estimated;
-    d["measured_error"] = mix.value().measured;
+    d["measure"] = mp.top1 ? "top1" : "relative_error";
+    d["all_int8_error"] = mp.all_int8;
+    d["estimated_error"] = mp.estimated;
+    d["measured_error"] = mp.measured;
+    if (mp.top1) {
+      d["float_top1"] = mp.float_top1;
+      d["rows"] = mp.rows;
+    }
   }
   return d;
 }
@@ -610,8 +663,9 @@ NB_MODULE(_infera, m) {
   using namespace infera::py;
   m.doc() = "infera's C++ core (include/infera/infera.h); use the `infera` package.";
   make_errors(m);
-  m.def("quantize", &quantize_model, nb::arg("model"), nb::arg("out"), nb::arg("samples"), nb::arg("method"),
-        nb::arg("num_threads"), nb::arg("budget"), nb::arg("force_float"), nb::arg("force_int8"));
+  m.def("quantize", &quantize_model, nb::arg("model"), nb::arg("out"), nb::arg("path"), nb::arg("samples"),
+        nb::arg("method"), nb::arg("num_threads"), nb::arg("budget"), nb::arg("force_float"), nb::arg("force_int8"),
+        nb::arg("labels").none(), nb::arg("preprocess").none(), nb::arg("batch"), nb::arg("max_image_pixels"));
   m.def("version", [] { return std::string(infera::version()); });
   m.def("available_backends", &backends_list);
   m.def("gpu_build", [] {

@@ -1,4 +1,5 @@
-// Calibration inputs and cache shared by `infera quantize` and `infera eval` (calib_data.cpp).
+// Calibration inputs and cache shared by `infera quantize` and `infera eval` (calib_load.cpp: the
+// samples, in the infera_calib_data library that the Python extension links too; calib_data.cpp).
 #pragma once
 
 #include <cstring>
@@ -17,6 +18,11 @@ Result<std::vector<CalibrationSample>> load_calibration(const std::string& path,
 // (image.h: load_calibration_images) for the input `in`.
 Result<std::vector<CalibrationSample>> load_calibration(const std::string& path, const IoInfo& in, int64_t batch,
                                                         const std::string& preprocess, int64_t max_image_pixels);
+// The same for the one input of the model at `model` (another count of inputs is an error); a batch
+// the model fixes replaces `batch`.
+Result<std::vector<CalibrationSample>> load_model_calibration(const std::string& model, const std::string& path,
+                                                              int64_t batch, const std::string& preprocess,
+                                                              int64_t max_image_pixels);
 // Labels, int32/int64 (or uint8) [n]: one per image or calibration sample; `what` names them in messages.
 Result<std::vector<int64_t>> read_labels_file(const std::string& path, int64_t n, const std::string& what);
 

@@ -82,8 +82,8 @@ void session_options(Args& a, SessionOptions& o, std::vector<Device>* devices = 
 // --multi latency|throughput (run and bench with a device list).
 MultiDeviceOptions::Mode multi_mode(Args& a, size_t devices);
 
-std::string shape_str(const std::vector<int64_t>& d);  // "[1,3,8,8]"
-std::string io_shape_str(const IoInfo& io);            // "[batch,3,8,8]"
+std::string shape_str(const std::vector<int64_t>& d);  // "[1,3,8,8]" (shape_str.cpp)
+std::string io_shape_str(const IoInfo& io);            // "[batch,3,8,8]" (shape_str.cpp)
 std::string count_str(double n);                       // 25.5 M, 1.2 k, 3.63 G
 std::string bytes_str(size_t n);                       // 795 bytes, 12.3 KiB, 97.8 MiB
 std::string json_str(const std::string& s);            // a JSON string literal (valid UTF-8)

@@ -126,15 +126,7 @@ Status quantize_to_file(const QuantizeRequest& q, std::string* summary) {
       return Status::error(q.mixed
                                ? "mixed precision measures the layers on samples: give --calibration PATH"
                                : "no calibration data: give --calibration PATH (or an existing --calib-cache FILE)");
-    auto s = Session::load(q.model);
-    if (!s.is_ok()) return s.status();
-    if (s.value()->inputs().size() != 1)
-      return Status::error(q.model + ": calibration takes models with one input; this one has " +
-                           std::to_string(s.value()->inputs().size()));
-    // A model that fixes its batch takes batches of that size.
-    const IoInfo& in = s.value()->inputs()[0];
-    const int64_t batch = !in.dims.empty() && in.dims[0].value > 0 ? in.dims[0].value : q.batch;
-    auto loaded = load_calibration(q.calibration, in, batch, q.preprocess, q.max_image_pixels);
+    auto loaded = load_model_calibration(q.model, q.calibration, q.batch, q.preprocess, q.max_image_pixels);
     if (!loaded.is_ok()) return loaded.status();
     samples = loaded.take();
     if (!q.dump.empty()) {

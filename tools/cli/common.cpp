@@ -152,22 +152,6 @@ void session_options(Args& a, SessionOptions& o, std::vector<Device>* devices) {
   }
 }
 
-std::string shape_str(const std::vector<int64_t>& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + (d[i] < 0 ? std::string("?") : std::to_string(d[i]));
-  return s + "]";
-}
-
-std::string io_shape_str(const IoInfo& io) {
-  if (!io.rank_known) return "(shape not declared)";
-  std::string s = "[";
-  for (size_t i = 0; i < io.dims.size(); ++i) {
-    if (i) s += ",";
-    s += io.dims[i].value >= 0 ? std::to_string(io.dims[i].value) : io.dims[i].symbol.empty() ? "?" : io.dims[i].symbol;
-  }
-  return s + "]";
-}
-
 std::string count_str(double n) {
   char b[64];
   const double a = std::fabs(n);
