@@ -6,6 +6,7 @@
 #include "ops/epilogue.h"
 #include "ops/op.h"
 
+#include <algorithm>
 #include <bit>
 #include <limits>
 
@@ -101,6 +102,41 @@ Status activation_from_attrs(const Node& n, Activation& act) {
   act = Activation{d->kind, n.attr_float("activation_alpha", d->alpha_default),
                    n.attr_float("activation_beta", d->beta_default)};
   return Status::ok();
+}
+
+float activation_bound(const Activation& a, float pre) {
+  if (!(pre >= 0.f && pre <= std::numeric_limits<float>::max())) return kInf;
+  const double x = pre, al = std::fabs(a.alpha), be = std::fabs(a.beta);
+  double b = kInf;
+  switch (a.kind) {
+    case ActKind::kIdentity:
+    case ActKind::kRelu:
+    case ActKind::kThresholdedRelu: b = x; break;
+    case ActKind::kLeakyRelu: b = x * std::max(1.0, al); break;
+    // Sigmoid, Tanh and Softsign of a finite x lie in [-1, 1], HardSigmoid in [0, 1].
+    case ActKind::kSigmoid:
+    case ActKind::kTanh:
+    case ActKind::kSoftsign:
+    case ActKind::kHardSigmoid: b = 1.0; break;
+    case ActKind::kClip:  // min(max(x, lo), hi): x itself, or lo (above x) or hi (below x)
+      if (std::isnan(a.alpha) || std::isnan(a.beta)) break;
+      b = a.alpha > a.beta ? be
+                           : std::max({a.alpha > 0 ? al : 0.0, a.beta < 0 ? be : 0.0, std::min(x, std::max(al, be))});
+      break;
+    // x times a factor in [0, 1].
+    case ActKind::kHardSwish:
+    case ActKind::kGelu:
+    case ActKind::kGeluTanh:
+    case ActKind::kMish:
+    case ActKind::kSwish: b = x; break;
+    case ActKind::kElu:
+    case ActKind::kCelu: b = std::max(x, al); break;  // x < 0: in (-alpha, 0]
+    case ActKind::kSelu: b = be * std::max(x, al); break;
+    case ActKind::kSoftplus: b = x + 1.0; break;  // <= max(x, 0) + log 2
+    case ActKind::kCount: break;
+  }
+  b *= 1.0625;
+  return b <= std::numeric_limits<float>::max() ? static_cast<float>(b) : kInf;
 }
 
 void apply_activation(const Activation& a, float* d, int64_t n) {

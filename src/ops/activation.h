@@ -110,6 +110,11 @@ inline T activation_ref(const Activation& a, T x) {
   return x;
 }
 
+// A bound on |a(x)| for every finite x with |x| <= pre (pre finite), rounding included (a margin
+// of 1/16); +Inf where none is known (pre not finite, an unbounded kind, an overflow). The output
+// of an activation with a finite bound is finite: the bound also says "no NaN, no Inf".
+float activation_bound(const Activation& a, float pre);
+
 // data[i] = activation_ref(a, data[i]) over n elements (fast paths for the common kinds).
 void apply_activation(const Activation& a, float* data, int64_t n);
 void apply_activation(const Activation& a, double* data, int64_t n);

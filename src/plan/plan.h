@@ -11,6 +11,7 @@
 #include "backends/backend.h"
 #include "graph/graph.h"
 #include "ops/op.h"
+#include "plan/bounds.h"
 
 namespace infera {
 
@@ -76,6 +77,10 @@ struct Plan {
   std::vector<char> input_on_device, output_on_device;
   size_t scratch_bytes = 0;                              // host scratch per run context: the largest step's need
   std::vector<std::shared_ptr<const Backend>> backends;  // keeps the step backends alive
+  // Magnitude bounds (plan/bounds.h): per step, how its outputs' follow from its inputs'; per
+  // value, the bound each run starts with.
+  std::vector<BoundRule> bound_rules;
+  std::vector<float> initial_bounds;
   int num_threads = 1;
   PlanReport report;
 

@@ -480,6 +480,7 @@ Result<std::shared_ptr<const Plan>> Planner::run(const std::vector<std::vector<i
   auto p = std::make_shared<Plan>();
   s = build(p);
   if (!s.is_ok()) return s;
+  make_bound_rules(*p);
   p->report.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return std::shared_ptr<const Plan>(std::move(p));
 }

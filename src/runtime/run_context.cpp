@@ -187,7 +187,10 @@ Status RunContext::run_steps(bool capturing, std::vector<StepTiming>* timings) {
   if (timings) timings->clear();
   std::map<std::string, std::pair<double, int>> by_kind;
   bool device_pending = false;  // device work enqueued since the last synchronization
-  bounds_.assign(p.values.size(), RunResources::kNoBound);
+  if (p.initial_bounds.size() == p.values.size())
+    bounds_ = p.initial_bounds;
+  else
+    bounds_.assign(p.values.size(), RunResources::kNoBound);
   for (size_t s = 0; s < p.steps.size(); ++s) {
     const PlanStep& st = p.steps[s];
     const bool on_device = streams_[st.arena] != nullptr;
@@ -200,7 +203,10 @@ Status RunContext::run_steps(bool capturing, std::vector<StepTiming>* timings) {
       Status d = run_dynamic(s);
       if (!d.is_ok()) return d;
     }
-    if (st.skip) continue;
+    if (st.skip) {  // a Concat in place: its producers wrote its output
+      apply_bound_rule(p, s, bounds_.data());
+      continue;
+    }
     RunResources res;
     res.scratch = scratch_[st.arena];
     res.scratch_bytes = p.arenas[st.arena].scratch_bytes;
@@ -220,6 +226,7 @@ Status RunContext::run_steps(bool capturing, std::vector<StepTiming>* timings) {
     // A conversion (reorder, copy) keeps the values: and so their bound.
     if (st.node < 0 && st.inputs.size() == 1 && st.outputs.size() == 1 && st.inputs[0] >= 0 && st.outputs[0] >= 0)
       bounds_[st.outputs[0]] = bounds_[st.inputs[0]];
+    apply_bound_rule(p, s, bounds_.data());
     device_pending = device_pending || on_device;
     if (timed) {
       if (on_device) {  // a device step's time: until its work is done

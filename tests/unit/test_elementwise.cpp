@@ -1,10 +1,12 @@
 // Elementwise family: unary math/activations, Clip, binary ops with broadcasting, variadic ops,
 // Where, PRelu, Cast/CastLike/Identity, apply_activation. Expected values come from naive
 // formulas (numpy-style broadcast by index arithmetic) on seeded random inputs.
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <random>
 
 #include "op_test_util.h"
 #include "ops/activation.h"
@@ -569,6 +571,51 @@ TEST(ElementwiseCast, NarrowFloatsComputedInFloat32) {
     EXPECT_EQ(std::memcmp(mx[0].data(), want_max.data(), mx[0].nbytes()), 0);
     EXPECT_EQ(std::memcmp(gt[0].data(), want_gt.data(), gt[0].nbytes()), 0);
   }
+}
+
+// activation_bound: for every kind (parameters of both signs), every finite x with |x| <= pre
+// (the ends, 0, random points, subnormals) gives |a(x)| <= the bound, float arithmetic included; a
+// pre that is not finite gives none, an overflowing one none either.
+TEST(ActivationTable, BoundsHoldForEveryFiniteInput) {
+  std::vector<Activation> acts;
+  for (int k = 0; k < static_cast<int>(ActKind::kCount); ++k)
+    acts.push_back(activation_default(static_cast<ActKind>(k)));
+  acts.insert(acts.end(), {{ActKind::kLeakyRelu, 3.f},
+                           {ActKind::kLeakyRelu, -2.f},
+                           {ActKind::kClip, -0.3f, 0.6f},
+                           {ActKind::kClip, 2.f, 5.f},
+                           {ActKind::kClip, -5.f, -2.f},
+                           {ActKind::kClip, 4.f, 1.f},
+                           {ActKind::kClip, 0.f, 6.f},
+                           {ActKind::kElu, 3.f},
+                           {ActKind::kCelu, 2.5f},
+                           {ActKind::kSwish, -1.5f},
+                           {ActKind::kHardSigmoid, 5.f, -2.f},
+                           {ActKind::kThresholdedRelu, -1.f}});
+  std::mt19937 rng(91);
+  int checked = 0;
+  for (const Activation& a : acts)
+    for (float pre : {0.f, 1e-30f, 0.25f, 1.f, 2.9f, 7.f, 1e3f, 1e30f}) {
+      const float b = activation_bound(a, pre);
+      if (!(b <= FLT_MAX)) continue;  // none known: nothing to hold
+      std::vector<float> xs{pre, -pre, 0.f, -0.f, 1e-40f, -1e-40f, pre / 3, -pre / 7};
+      std::uniform_real_distribution<float> u(-pre, pre);
+      for (int i = 0; i < 64; ++i) xs.push_back(u(rng));
+      for (float x : xs) {
+        if (std::fabs(x) > pre) continue;
+        float y = x;
+        apply_activation(a, &y, 1);
+        EXPECT_TRUE(std::fabs(y) <= b) << activation_name(a.kind) << "(" << a.alpha << ", " << a.beta << ") at " << x
+                                       << " = " << y << " above the bound " << b << " of pre " << pre;
+        ++checked;
+      }
+    }
+  EXPECT_GT(checked, 5000);
+  EXPECT_EQ(activation_bound(activation_default(ActKind::kRelu), INFINITY), INFINITY);
+  EXPECT_EQ(activation_bound(activation_default(ActKind::kRelu), NAN), INFINITY);
+  EXPECT_EQ(activation_bound(activation_default(ActKind::kIdentity), FLT_MAX), INFINITY);  // x 1.0625 overflows
+  EXPECT_EQ(activation_bound(activation_default(ActKind::kSigmoid), 1e38f), 1.0625f);
+  EXPECT_EQ(activation_bound(activation_default(ActKind::kSigmoid), INFINITY), INFINITY);  // Inf in: no bound
 }
 
 }  // namespace

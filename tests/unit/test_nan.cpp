@@ -112,6 +112,54 @@ TEST(NanSemantics, FusedBatchNormKeepsNaN) {
   }
 }
 
+struct SpecialCase {
+  const char* what;
+  float x_special, z_special;  // written at a few positions of x / z (0: none)
+};
+
+// Runs the two sessions (inputs x and z of dims, seeded) on each case in turn, one session for all
+// (the bounds of one run must not leak into the next); fails where the outputs' NaN / Inf pattern or
+// values differ. Returns, per case, the reference's NaN outputs.
+std::vector<int> compare_specials(Session& dnnl, Session& ref, const std::vector<SpecialCase>& cases,
+                                  const std::vector<int64_t>& dims, uint32_t seed) {
+  std::vector<int> nans;
+  for (const SpecialCase& c : cases) {
+    Tensor x = random_tensor(dims, seed), z = random_tensor(dims, seed + 2);
+    for (int64_t i : {5, 300, 777}) {
+      if (c.x_special != 0) x.data_as<float>()[i] = c.x_special;
+      if (c.z_special != 0) z.data_as<float>()[i] = c.z_special;
+    }
+    auto a = dnnl.run({{"x", x}, {"z", z}});
+    auto b = ref.run({{"x", x}, {"z", z}});
+    EXPECT_TRUE(a.is_ok()) << c.what << ": " << a.message();
+    EXPECT_TRUE(b.is_ok()) << c.what << ": " << b.message();
+    if (!a.is_ok() || !b.is_ok()) return nans;
+    const float* pa = a.value()[0].data_as<float>();
+    const float* pb = b.value()[0].data_as<float>();
+    int bad = 0, n = 0;
+    for (int64_t i = 0; i < a.value()[0].numel() && bad < 5; ++i) {
+      const bool same = std::isnan(pb[i])   ? std::isnan(pa[i])
+                        : std::isinf(pb[i]) ? pa[i] == pb[i]
+                                            : std::fabs(pa[i] - pb[i]) <= 1e-3f * (1.f + std::fabs(pb[i]));
+      if (!same) ++bad, ADD_FAILURE() << c.what << ": out[" << i << "] = " << pa[i] << ", reference " << pb[i];
+      n += std::isnan(pb[i]);
+    }
+    nans.push_back(n);
+  }
+  return nans;
+}
+
+// The chain tests' graph inputs x, z [1, C, 8, 8] and output "out"; seeded weights in [-0.5, 0.5).
+void chain_io(ModelBuilder& mb, int64_t C) {
+  mb.input("x", {1, C, 8, 8});
+  mb.input("z", {1, C, 8, 8});
+  mb.output("out");
+}
+void random_weights(ModelBuilder& mb, const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
+  Tensor t = random_tensor(dims, seed, -0.5f, 0.5f);
+  mb.floats(name, dims, std::vector<float>(t.data_as<float>(), t.data_as<float>() + t.numel()));
+}
+
 // The oneDNN convs' NaN guard reads an input only where the run has no bound for it (a guarded conv
 // proves one for its output, a conv without activation carries its inputs' on, the BatchNorm loop
 // measures its output's): a FusedBatchNorm and a chain of fused convs (Relu, Clip, a projection with a residual, a Mul
@@ -120,12 +168,9 @@ TEST(NanSemantics, FusedBatchNormKeepsNaN) {
 TEST(NanSemantics, ConvChainsKeepNaNWhereTheGuardTrustsBounds) {
   ModelBuilder mb(13);
   const int64_t C = 16;
-  mb.input("x", {1, C, 8, 8});
-  mb.input("z", {1, C, 8, 8});
-  mb.output("out");
+  chain_io(mb, C);
   auto weights = [&](const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
-    Tensor t = random_tensor(dims, seed, -0.5f, 0.5f);
-    mb.floats(name, dims, std::vector<float>(t.data_as<float>(), t.data_as<float>() + t.numel()));
+    random_weights(mb, name, std::move(dims), seed);
   };
   weights("W1", {C, C, 3, 3}, 1), weights("B1", {C}, 2), weights("W2", {C, C, 1, 1}, 3), weights("B2", {C}, 4);
   weights("W3", {C, C, 1, 1}, 5), weights("W4", {C, C, 3, 3}, 6), weights("B4", {C}, 7), weights("W5", {C, C, 1, 1}, 8);
@@ -150,33 +195,71 @@ TEST(NanSemantics, ConvChainsKeepNaNWhereTheGuardTrustsBounds) {
   auto ref = mb.load(true, false);
   ASSERT_TRUE(dnnl.is_ok()) << dnnl.message();
   ASSERT_TRUE(ref.is_ok()) << ref.message();
-  struct In {
-    const char* what;
-    float x_special, z_special;  // written at a few positions (0: none)
-  };
-  const In cases[] = {{"finite", 0, 0},       {"NaN in x", kNaN, 0}, {"finite again", 0, 0}, {"NaN in z", 0, kNaN},
-                      {"overflow", 3e37f, 0}, {"Inf in x", kInf, 0}, {"finite last", 0, 0}};
+  const std::vector<SpecialCase> cases{{"finite", 0, 0},      {"NaN in x", kNaN, 0},  {"finite again", 0, 0},
+                                       {"NaN in z", 0, kNaN}, {"overflow", 3e37f, 0}, {"Inf in x", kInf, 0},
+                                       {"finite last", 0, 0}};
   int nan_outputs = 0;
-  for (const In& c : cases) {
-    Tensor x = random_tensor({1, C, 8, 8}, 11), z = random_tensor({1, C, 8, 8}, 13);
-    for (int64_t i : {5, 300, 777}) {
-      if (c.x_special != 0) x.data_as<float>()[i] = c.x_special;
-      if (c.z_special != 0) z.data_as<float>()[i] = c.z_special;
-    }
-    auto a = dnnl.value()->run({{"x", x}, {"z", z}});
-    auto b = ref.value()->run({{"x", x}, {"z", z}});
-    ASSERT_TRUE(a.is_ok()) << c.what << ": " << a.message();
-    ASSERT_TRUE(b.is_ok()) << c.what << ": " << b.message();
-    const float* pa = a.value()[0].data_as<float>();
-    const float* pb = b.value()[0].data_as<float>();
-    int bad = 0;
-    for (int64_t i = 0; i < a.value()[0].numel() && bad < 5; ++i) {
-      const bool same = std::isnan(pb[i])   ? std::isnan(pa[i])
-                        : std::isinf(pb[i]) ? pa[i] == pb[i]
-                                            : std::fabs(pa[i] - pb[i]) <= 1e-3f * (1.f + std::fabs(pb[i]));
-      if (!same) ++bad, ADD_FAILURE() << c.what << ": out[" << i << "] = " << pa[i] << ", reference " << pb[i];
-      nan_outputs += std::isnan(pb[i]);
-    }
+  for (int n : compare_specials(*dnnl.value(), *ref.value(), cases, {1, C, 8, 8}, 11)) nan_outputs += n;
+  EXPECT_GT(nan_outputs, 0) << "no case made a NaN output: the test proves nothing";
+}
+
+// The bound rules (plan/bounds.h) carry a guarded conv's bound through a max pool, a squeeze-excitation
+// gate (GlobalAveragePool, a 1x1 conv + Sigmoid, Mul), a constant scale, Concat, Resize, Pad and Add, so
+// that the guarded convs after them read nothing; an input with no bound (z) must still be read: NaN
+// or Inf in x or z and large values must give the reference's NaN / Inf pattern, run after run.
+TEST(NanSemantics, BoundRulesThroughPoolsGatesAndConcats) {
+  ModelBuilder mb(13);
+  const int64_t C = 16;
+  chain_io(mb, C);
+  auto weights = [&](const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
+    random_weights(mb, name, std::move(dims), seed);
+  };
+  weights("W1", {C, C, 3, 3}, 21), weights("B1", {C}, 22), weights("Wg", {C, C, 1, 1}, 23);
+  weights("W2", {C, 3 * C, 1, 1}, 24), weights("W3", {C, C, 3, 3}, 25), weights("W4", {C, 2 * C, 1, 1}, 26);
+  mb.floats("half", {}, {0.5f});
+  mb.floats("scales", {4}, {1.f, 1.f, 2.f, 2.f});
+  mb.floats("roi", {0}, {});
+  mb.ints("pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  set_ints(mb.node("Conv", {"x", "W1", "B1"}, {"c1"}), "pads", {1, 1, 1, 1});
+  mb.node("Relu", {"c1"}, {"r1"});
+  auto* mp = mb.node("MaxPool", {"r1"}, {"p1"});
+  set_ints(mp, "kernel_shape", {3, 3});
+  set_ints(mp, "pads", {1, 1, 1, 1});
+  mb.node("GlobalAveragePool", {"p1"}, {"g0"});
+  mb.node("Conv", {"g0", "Wg"}, {"g1"});
+  mb.node("Sigmoid", {"g1"}, {"gate"});
+  mb.node("Mul", {"p1", "gate"}, {"se"});
+  mb.node("Mul", {"r1", "half"}, {"sc"});
+  mb.node("Add", {"se", "z"}, {"sz"});  // z has no bound: the conv after must read sz
+  set_int(mb.node("Concat", {"se", "sc", "sz"}, {"cat"}), "axis", 1);
+  mb.node("Conv", {"cat", "W2"}, {"c2"});
+  mb.node("Relu", {"c2"}, {"r2"});
+  auto* ap = mb.node("AveragePool", {"r2"}, {"a2"});
+  set_ints(ap, "kernel_shape", {2, 2});
+  set_ints(ap, "strides", {2, 2});
+  mb.node("Resize", {"a2", "roi", "scales"}, {"up"});
+  mb.node("Pad", {"up", "pads"}, {"pd"});
+  set_ints(mb.node("Conv", {"pd", "W3"}, {"c3"}), "pads", {0, 0, 0, 0});
+  mb.node("Relu", {"c3"}, {"r3"});
+  set_int(mb.node("Concat", {"r3", "se"}, {"cat2"}), "axis", 1);
+  mb.node("Conv", {"cat2", "W4"}, {"c4"});
+  mb.node("Clip", {"c4", "half"}, {"out"});  // Clip(min 0.5): a NaN-dropping post-op too
+  auto dnnl = mb.load(true, true);
+  auto ref = mb.load(true, false);
+  ASSERT_TRUE(dnnl.is_ok()) << dnnl.message();
+  ASSERT_TRUE(ref.is_ok()) << ref.message();
+  // No overflowing case: the reference's GlobalAveragePool sums in double, oneDNN's in float (an
+  // average of 3e37s is finite in one and Inf in the other, with or without the bounds).
+  const std::vector<SpecialCase> cases{{"finite", 0, 0},      {"NaN in z", 0, kNaN}, {"finite again", 0, 0},
+                                       {"NaN in x", kNaN, 0}, {"Inf in z", 0, kInf}, {"Inf in x", kInf, 0},
+                                       {"large x", 1e6f, 0},  {"finite last", 0, 0}};
+  const std::vector<int> nans = compare_specials(*dnnl.value(), *ref.value(), cases, {1, C, 8, 8}, 31);
+  ASSERT_EQ(nans.size(), cases.size());
+  int nan_outputs = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    // z has no bound: a NaN there must reach the output through the guard's read.
+    if (cases[i].z_special != 0) EXPECT_GT(nans[i], 0) << cases[i].what << ": the reference has no NaN";
+    nan_outputs += nans[i];
   }
   EXPECT_GT(nan_outputs, 0) << "no case made a NaN output: the test proves nothing";
 }

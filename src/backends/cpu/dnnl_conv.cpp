@@ -558,16 +558,17 @@ std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req) {
     // the input holds NaN); and the loop where it always runs.
     auto after = activation_after(loop_always ? p.loop_act : activation_default(ActKind::kIdentity), p.y, ld);
     if (after) k->set_after(std::move(after));
-    // No activation (a projection, a downsample, a residual sum): the output's bound follows from the
-    // inputs' when the run knows them (no read), so that the guarded convs after it need none.
-    if (p.act.empty() && separate.empty() && !loop_always && std::isfinite(smax) &&
-        (!p.has_bias || bias_max <= FLT_MAX)) {
+    // An activation that keeps NaN (or none: a projection, a downsample, a residual sum; or the
+    // NaN-keeping loop): the output's bound follows from the inputs' when the run knows them (no
+    // read), so that the guarded convs after it need none (a squeeze-excitation gate's Sigmoid: 1).
+    if (std::isfinite(smax) && (!p.has_bias || bias_max <= FLT_MAX)) {
       const float sm = static_cast<float>(smax), mb = p.has_bias ? bias_max : 0.f;
       const bool z = p.has_z;
-      k->set_before([sm, mb, z](ComputeContext& ctx) {
+      const Activation act = p.loop_act;
+      k->set_before([sm, mb, z, act](ComputeContext& ctx) {
         const float mx = ctx.res.in_bound(0), mz = z ? ctx.res.in_bound(3) : 0.f;
         const bool known = mx <= FLT_MAX && mz <= FLT_MAX;
-        ctx.res.set_out_bound(0, known ? (mx * sm + mz + mb) * 1.0625f : RunResources::kNoBound);
+        ctx.res.set_out_bound(0, known ? activation_bound(act, (mx * sm + mz + mb) * 1.0625f) : RunResources::kNoBound);
       });
     }
   }
