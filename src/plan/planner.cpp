@@ -134,6 +134,7 @@ class Planner {
   std::vector<std::vector<int>> alias_;           // per step, per output slot: input slot shared, or -1
   std::vector<std::vector<ChannelSlice>> slice_;  // per step, per output slot (Concat in place)
   std::vector<int> in_slice_;                     // per graph value: the value it is a slice of, or -1
+  std::vector<size_t> dense_off_;                 // per graph value: a dense slice's byte offset in it
   std::vector<char> elided_;                      // per step: a Concat done in place by its producers
   // Kernels made, by (step, backend, formats, aliases): a re-plan after a decline reuses them.
   std::map<std::string, std::shared_ptr<const StepKernel>> made_;
@@ -372,19 +373,30 @@ void Planner::decide_aliases() {
 // Concat in place: every input of a Concat along channels becomes a channel slice of its output,
 // written there by its producer, when every input qualifies (else the Concat copies them all): it
 // is read by this Concat only (once), made by a static step on the same device that writes slices
-// in its format and does not run that output in place, and is not a graph output. The Concat's
-// output is not a graph output either (those may be the caller's buffers). The Concat is skipped.
+// in its format (or, on the host at batch 1, any producer: dense slices, below) and does not run
+// that output in place, and is not a graph output. The Concat's output is not a graph output
+// either (those may be the caller's buffers). The Concat is skipped.
 void Planner::decide_slices() {
   slice_.assign(steps_.size(), {});
   elided_.assign(steps_.size(), 0);
   in_slice_.assign(g_.values.size(), -1);
+  dense_off_.assign(g_.values.size(), 0);
   for (size_t s = 0; s < steps_.size(); ++s) slice_[s].resize(g_.nodes[steps_[s].node].outputs.size());
   for (size_t s = 0; s < steps_.size(); ++s) {
     const Node& n = g_.nodes[steps_[s].node];
     if (!steps_[s].sup.concat_in_place || steps_[s].dynamic || n.outputs.size() != 1 || n.inputs.empty()) continue;
     const int y = n.outputs[0];
-    if (y < 0 || g_.is_graph_output(y) || infos_[y].shape.rank() < 2) continue;
+    if (y < 0 || g_.is_graph_output(y) || infos_[y].shape.rank() < 2 || !infos_[y].shape.fully_known()) continue;
     const int64_t channels = infos_[y].shape.dims[1].value;
+    // Dense slices: on the host at batch 1, a channel slice of a plain value, or of a blocked one
+    // at block-aligned channels, is one contiguous run: a dense tensor of its own at a byte offset
+    // of the wide value, which any producer writes unaware (no Support::sliced_outputs needed).
+    const std::vector<int64_t> yd = infos_[y].shape.concrete();
+    const int64_t block = format_channel_block(format_[y]);
+    const bool dense =
+        backend(s).device().is_cpu() && yd[0] == 1 && (format_[y] == Format::kPlain || (yd.size() == 4 && block > 1));
+    int64_t spatial = 1;
+    for (size_t i = 2; i < yd.size(); ++i) spatial *= yd[i];
     std::vector<std::pair<int, size_t>> at;  // per input: (producer step, output slot)
     std::vector<int64_t> offsets;
     int64_t offset = 0;
@@ -392,8 +404,12 @@ void Planner::decide_slices() {
       const int p = x >= 0 ? producer_[x] : -1;
       if (p < 0 || infos_[x].value || steps_[p].dynamic || g_.is_graph_output(x) || users_[x].size() != 1 ||
           format_[x] != format_[y] || backend(p).device() != backend(s).device() ||
-          !format_in(steps_[p].sup.sliced_outputs, format_[x]) ||
           !format_in(steps_[s].sup.input_formats[at.size()], format_[x]))
+        break;
+      const int64_t c = infos_[x].shape.dims[1].value;
+      if (dense ? c % block != 0 || backend(p).value_bytes(infos_[x], format_[x]) !=
+                                        static_cast<size_t>(c * spatial) * dtype_size(infos_[x].dtype)
+                : !format_in(steps_[p].sup.sliced_outputs, format_[x]))
         break;
       const auto& outs = g_.nodes[steps_[p].node].outputs;
       const size_t o = static_cast<size_t>(std::find(outs.begin(), outs.end(), x) - outs.begin());
@@ -404,7 +420,10 @@ void Planner::decide_slices() {
     }
     if (at.size() != n.inputs.size() || offset != channels) continue;
     for (size_t i = 0; i < at.size(); ++i) {
-      slice_[at[i].first][at[i].second] = ChannelSlice{channels, offsets[i]};
+      if (dense)
+        dense_off_[n.inputs[i]] = static_cast<size_t>(offsets[i] * spatial) * dtype_size(infos_[y].dtype);
+      else
+        slice_[at[i].first][at[i].second] = ChannelSlice{channels, offsets[i]};
       in_slice_[n.inputs[i]] = y;
     }
     elided_[s] = 1;
@@ -694,7 +713,7 @@ Status Planner::build(std::shared_ptr<Plan>& p) {
   for (size_t v = 0; v < np; ++v) {
     if (p->values[v].home != PlanValue::Home::kArena) continue;
     p->values[v].arena = arena_of[root[v]];
-    p->values[v].offset = p->values[root[v]].offset;
+    p->values[v].offset = p->values[root[v]].offset + static_cast<int64_t>(v < nv ? dense_off_[v] : 0);
   }
   size_t host = 0;
   for (const PlanArena& a : p->arenas)

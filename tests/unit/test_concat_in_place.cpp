@@ -10,6 +10,7 @@
 
 #include "backends/backend.h"
 #include "graph/graph.h"
+#include "onnx_model_builder.h"
 #include "op_test_util.h"
 #include "ops/infer.h"
 #include "plan/plan.h"
@@ -172,6 +173,50 @@ TEST(ConcatInPlace, CopiesWhenAnInputDoesNotQualify) {
     EXPECT_EQ(impl, "loop") << c.why;
     expect_same(got, ref, c.why);
   }
+}
+
+// Dense slices on the oneDNN backend: at batch 1 a channel slice of a plain or blocked (16-channel
+// aligned) value is a dense tensor at a byte offset, so convs write their Concat's output unaware
+// and the Concat is skipped (32 + 16 channels: nChw16c; 24 + 16: plain, as oneDNN's blocked Concat
+// wants 16-aligned inputs, and a plain slice of any width is dense); at batch 2 it copies. Each
+// result equals the reference backend's.
+TEST(ConcatInPlace, DenseSlicesAtBatchOneOnTheHost) {
+  for (int64_t n : {1, 2})
+    for (int64_t cb : {32, 24}) {
+      test::ModelBuilder mb(13);
+      mb.input("x", {n, 16, 8, 8});
+      mb.output("out");
+      auto weights = [&](const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
+        Tensor t = test::random_tensor(dims, seed, -0.5f, 0.5f);
+        mb.floats(name, dims, std::vector<float>(t.data_as<float>(), t.data_as<float>() + t.numel()));
+      };
+      weights("Wa", {16, 16, 1, 1}, 1), weights("Wb", {cb, 16, 3, 3}, 2), weights("Wc", {16, 16 + cb, 1, 1}, 3);
+      mb.node("Conv", {"x", "Wa"}, {"a"});
+      test::set_ints(mb.node("Conv", {"x", "Wb"}, {"b0"}), "pads", {1, 1, 1, 1});
+      mb.node("Relu", {"b0"}, {"b"});
+      test::set_int(mb.node("Concat", {"b", "a"}, {"y"}), "axis", 1);
+      mb.node("Conv", {"y", "Wc"}, {"out"});
+      auto dnnl = mb.load(true, true);
+      auto ref = mb.load(true, false);
+      ASSERT_TRUE(dnnl.is_ok()) << dnnl.message();
+      ASSERT_TRUE(ref.is_ok()) << ref.message();
+      auto rep = dnnl.value()->prepare({{"x", {n, 16, 8, 8}}});
+      ASSERT_TRUE(rep.is_ok()) << rep.message();
+      std::string impl;
+      for (const auto& s : rep.value().step_list)
+        if (s.op == "Concat") impl = s.impl;
+      const std::string what = "batch " + std::to_string(n) + ", " + std::to_string(cb) + " + 16 channels";
+      EXPECT_EQ(impl.find("in place") != std::string::npos, n == 1) << what << ": " << impl;
+      const Tensor x = test::random_tensor({n, 16, 8, 8}, 7, -2, 2);
+      for (int r = 0; r < 2; ++r) {  // a second run reuses the plan
+        auto a = dnnl.value()->run({{"x", x}});
+        auto b = ref.value()->run({{"x", x}});
+        ASSERT_TRUE(a.is_ok() && b.is_ok()) << what;
+        ASSERT_EQ(a.value()[0].numel(), b.value()[0].numel());
+        for (int64_t k = 0; k < a.value()[0].numel(); ++k)
+          ASSERT_NEAR(a.value()[0].data_as<float>()[k], b.value()[0].data_as<float>()[k], 1e-4) << what << " at " << k;
+      }
+    }
 }
 
 }  // namespace

@@ -195,7 +195,8 @@ int cmd_profile(int argc, char** argv) {
     for (size_t i = 0; i < steps.size(); ++i) sum[i] += steps[i].ms;
   }
   // Steps and plan steps are both in execution order: the plan gives algorithm, FLOPs and bytes.
-  const bool aligned = plan.step_list.size() == first_steps.size();
+  // Skipped plan steps (a Concat its producers did in place) are not timed: matched by node and op.
+  size_t next = 0;
   std::vector<Row> rows;
   double total = 0;
   for (size_t i = 0; i < first_steps.size(); ++i) {
@@ -205,8 +206,11 @@ int cmd_profile(int argc, char** argv) {
     r.op = first_steps[i].op;
     r.backend = first_steps[i].backend;
     r.ms = sum[i] / runs;
-    if (aligned && plan.step_list[i].node == r.node) {
-      const PlanStepInfo& p = plan.step_list[i];
+    size_t j = next;
+    while (j < plan.step_list.size() && (plan.step_list[j].node != r.node || plan.step_list[j].op != r.op)) ++j;
+    if (j < plan.step_list.size()) {
+      next = j + 1;
+      const PlanStepInfo& p = plan.step_list[j];
       r.kernel = p.impl;
       r.algorithm = algorithm_of(p.impl);
       r.flops = p.flops;

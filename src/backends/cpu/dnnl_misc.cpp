@@ -118,6 +118,9 @@ Support concat_query(const StepRequest& req) {
   if (!plan_concat(req, p)) return Support::no("a Concat oneDNN does not take (rank > 6, empty inputs, > 64 inputs)");
   Support s;
   s.ok = true;
+  // At batch 1 the planner may make the inputs dense slices of the output (their producers write
+  // them in place): nothing left to copy.
+  s.concat_in_place = p.axis == 1 && req.out_dims(0)[0] == 1;
   if (p.blockable) {
     std::vector<int> all(req.inputs.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
