@@ -195,9 +195,10 @@ TEST(NanSemantics, ConvChainsKeepNaNWhereTheGuardTrustsBounds) {
   auto ref = mb.load(true, false);
   ASSERT_TRUE(dnnl.is_ok()) << dnnl.message();
   ASSERT_TRUE(ref.is_ok()) << ref.message();
+  // 1e33: above the guard's threshold t, yet no overflow on the way: the slow path, exact.
   const std::vector<SpecialCase> cases{{"finite", 0, 0},      {"NaN in x", kNaN, 0},  {"finite again", 0, 0},
                                        {"NaN in z", 0, kNaN}, {"overflow", 3e37f, 0}, {"Inf in x", kInf, 0},
-                                       {"finite last", 0, 0}};
+                                       {"large", 1e33f, 0},   {"large z", 0, 1e33f},  {"finite last", 0, 0}};
   int nan_outputs = 0;
   for (int n : compare_specials(*dnnl.value(), *ref.value(), cases, {1, C, 8, 8}, 11)) nan_outputs += n;
   EXPECT_GT(nan_outputs, 0) << "no case made a NaN output: the test proves nothing";
