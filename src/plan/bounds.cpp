@@ -178,7 +178,6 @@ void make_bound_rules(Plan& p) {
 }
 
 void apply_bound_rule(const Plan& p, size_t s, float* bounds) {
-  if (s >= p.bound_rules.size()) return;
   const BoundRule& r = p.bound_rules[s];
   if (r.kind == BoundRule::Kind::kNone) return;
   const PlanStep& st = p.steps[s];

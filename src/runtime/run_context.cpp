@@ -187,10 +187,7 @@ Status RunContext::run_steps(bool capturing, std::vector<StepTiming>* timings) {
   if (timings) timings->clear();
   std::map<std::string, std::pair<double, int>> by_kind;
   bool device_pending = false;  // device work enqueued since the last synchronization
-  if (p.initial_bounds.size() == p.values.size())
-    bounds_ = p.initial_bounds;
-  else
-    bounds_.assign(p.values.size(), RunResources::kNoBound);
+  bounds_ = p.initial_bounds;   // make_plan made them (plan/bounds.h)
   for (size_t s = 0; s < p.steps.size(); ++s) {
     const PlanStep& st = p.steps[s];
     const bool on_device = streams_[st.arena] != nullptr;
