@@ -111,6 +111,8 @@ double bench_s8(const Layer& l, int batch, const DeviceInfo& dev, gpuStream_t st
   t.bias = static_cast<const int32_t*>(db.ptr);
   t.scale = static_cast<const double*>(ds.ptr);
   t.inv_y = 10.0;
+  const std::vector<int8_t> ones(static_cast<size_t>(l.r) * l.s * l.c, 1);  // one filter of dw's bytes
+  t.acc_bound = qconv_acc_bound(ones.data(), 1, static_cast<int64_t>(ones.size()), bias.data(), 0);
   double best = -1;
   for (const Candidate& c : qconv_candidates(s, dev)) {
     const double ms = time_launch([&](gpuStream_t q) { return qconv_forward(s, c, t, q); }, st);

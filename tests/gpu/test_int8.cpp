@@ -46,7 +46,9 @@ struct QCase {
   QConvShape s;
   bool bias = true;
   int x_extra = 0, y_off = 0, y_extra = 0, z_extra = 0;  // wider buffers (x offset: s.x_c_offset)
-  bool ties = false;  // power-of-two scales: exact results, some on x.5 (the epilogue's double path)
+  bool ties = false;           // power-of-two scales: exact results, some on x.5 (the epilogue's double path)
+  int bias_mag = 20000;        // bias in [-bias_mag, bias_mag]
+  bool unknown_bound = false;  // acc_bound -1: every element on the double path
 };
 
 // The reference of ops/quant_conv.cpp for one output element (acc already sum (x - x_zp) * w).
@@ -74,7 +76,7 @@ void run_qcase(Ctx& ctx, QCase cc) {
   for (auto& v : x) v = static_cast<int8_t>(rng.range(-128, 127));
   for (auto& v : w) v = static_cast<int8_t>(rng.range(-127, 127));
   std::vector<int32_t> bias(s.k), wsum(s.k, 0);
-  for (auto& v : bias) v = rng.range(-20000, 20000);
+  for (auto& v : bias) v = rng.range(-cc.bias_mag, cc.bias_mag);
   for (int k = 0; k < s.k; ++k)
     for (int64_t i = 0; i < kred; ++i) wsum[k] += w[k * kred + i];
   std::vector<uint8_t> z(s.has_residual ? npix_out * zps : 0);
@@ -141,6 +143,8 @@ void run_qcase(Ctx& ctx, QCase cc) {
     t.z_zero_point = z_zp;
     t.inv_y = inv_y;
     t.y_zero_point = y_zp;
+    t.acc_bound =
+        cc.unknown_bound ? -1 : qconv_acc_bound(w.data(), s.k, kred, cc.bias ? bias.data() : nullptr, s.x_zero_point);
     const Status st = qconv_forward(s, c, t, ctx.stream);
     check_gpu(gpuStreamSynchronize(ctx.stream), "sync");
     const std::vector<uint8_t> out = download_bytes(dy, dy.bytes);
@@ -236,6 +240,25 @@ void run_qconv(Ctx& ctx) {
     QCase* c = add("3x3 dilation 2 pad 2", qshape(1, 12, 12, 32, 32, 3, 1, 2));
     c->s.dil_h = c->s.dil_w = 2;
   }
+  // The epilogue's three paths: |acc + bias| <= 2^22 (the magic-constant conversion: the 1x1 64->256
+  // above), up to 2^31 (a conversion instruction: a large bias here), past it or unknown (every
+  // element in double).
+  {
+    QCase* c = add("1x1 64->64 bias near 2^30", qshape(2, 7, 7, 64, 64, 1, 1, 0));
+    c->bias_mag = 1 << 30;
+    c->s.has_residual = true;
+  }
+  {
+    QCase* c = add("1x1 64->64 bias past the int32 bound", qshape(2, 7, 7, 64, 64, 1, 1, 0));
+    c->bias_mag = 2100000000;
+  }
+  {
+    QCase* c = add("3x3 p1 unknown bound, residual", qshape(2, 8, 8, 32, 48, 3, 1, 1));
+    c->unknown_bound = true;
+    c->s.has_residual = true;
+  }
+  // An RGB stem after the space-to-depth the backend applies (gpu_conv.cpp): 4x4, C = 16, stride 1.
+  add("4x4 C16 stem after space-to-depth", qshape(2, 19, 19, 16, 64, 4, 1, 0));
   // Seeded random shapes.
   for (int i = 0; i < 12; ++i) {
     const int r = rng.pick(std::vector<int>{1, 1, 3, 3, 5});

@@ -35,6 +35,7 @@ struct BackendRun {
   std::string reason;                 // why not, when not claimed
   int modes = 0;                      // format modes (and in-place variants) run
   std::vector<std::string> failures;  // "mode: error text" for every mode that failed
+  std::string impl;                   // the kernel's implementation name (the last mode's)
 };
 
 namespace harness {
@@ -256,6 +257,7 @@ inline BackendRun run_case_on(const Backend& b, const OpCase& c, const std::vect
       continue;
     }
     r.claimed = true;
+    r.impl = kern.value()->impl_name();
     ++r.modes;
     const Device dev = b.device();
     std::vector<std::unique_ptr<Buffer>> ins(c.inputs.size()), outs(out_ptrs.size());

@@ -498,6 +498,44 @@ TEST(DnnlMisc, Concat) {
   }
 }
 
+// Stride-2 convolutions of few channels (RGB stems): the fp16 GPU runs them as the stride-1
+// convolution of the input's 2x2 space-to-depth (gpu_conv.cpp SpaceToDepthStem), which must give the
+// reference's result for every pad, odd size, filter size and fused epilogue.
+TEST(GpuConv, SpaceToDepthStems) {
+  struct S {
+    std::vector<int64_t> x, w, pads;
+    bool fused;
+  };
+  const S cases[] = {
+      {{2, 3, 32, 32}, {64, 3, 7, 7}, {3, 3, 3, 3}, false},  // ResNet's stem
+      {{1, 3, 33, 29}, {16, 3, 7, 7}, {3, 2, 1, 3}, true},   // odd sizes, uneven pads
+      {{2, 1, 17, 18}, {8, 1, 3, 3}, {1, 1, 1, 1}, true},    // one channel
+      {{1, 4, 15, 15}, {24, 4, 5, 5}, {2, 0, 0, 2}, false},  // four channels: all 16 lanes used
+      {{1, 2, 12, 20}, {8, 2, 3, 5}, {0, 2, 1, 0}, true},    // R != S
+  };
+  uint32_t seed = 1700;
+  for (const S& t : cases) {
+    Case c;
+    c.op = t.fused ? "FusedConv" : "Conv";
+    c.domain = t.fused ? "com.infera" : "";
+    c.attrs = {{"strides", attr_ints({2, 2})}, {"pads", attr_ints(t.pads)}};
+    c.inputs = {random_tensor(t.x, seed++), random_tensor(t.w, seed++, -0.3f, 0.3f), random_tensor({t.w[0]}, seed++)};
+    c.const_inputs = {1, 2};
+    if (t.fused) {
+      auto y = run_op("Conv", c.attrs, {c.inputs[0], c.inputs[1]}, 1, 17, {1});
+      ASSERT_TRUE(y.is_ok()) << y.message();
+      c.inputs.push_back(random_tensor(y.value()[0].dims(), seed++));
+      c.attrs["activation"] = attr_s("Relu");
+    }
+    const std::string what =
+        "stem X" + Shape::of(t.x).str() + " W" + Shape::of(t.w).str() + (t.fused ? " +Z relu" : "");
+    auto runs = check_case(c, what, {"dnnl", "gpu", "gpu-fp16"});
+    if (runs.count("gpu-fp16"))
+      EXPECT_NE(runs["gpu-fp16"].impl.find("space-to-depth"), std::string::npos)
+          << what << ": " << runs["gpu-fp16"].impl;
+  }
+}
+
 // Whether the GPU cases ran: skipped, visibly, on machines or builds without a GPU.
 TEST(GpuBackend, Available) {
   if (!gpu_backend_status().is_ok()) GTEST_SKIP() << "GPU cases skipped: " << gpu_backend_status().message();

@@ -88,7 +88,10 @@ TEST(QuantBackends, QConvOnTheGpuMatchesReference) {
   const DataType s8 = DataType::kInt8, u8 = DataType::kUInt8;
   const QCase cases[] = {
       {{1, 16, 10, 10}, {32, 16, 3, 3}, 1, 1, 1, s8, s8, true, true, false, true, 0, 5, 0},
-      {{2, 3, 12, 12}, {16, 3, 3, 3}, 1, 2, 1, s8, s8, true, true, false, true, 0, -7, 0},  // C < 16: to 16
+      {{2, 3, 12, 12}, {16, 3, 3, 3}, 1, 2, 1, s8, s8, true, true, false, true, 0, -7, 0},  // stem: space-to-depth
+      {{2, 3, 23, 21}, {64, 3, 7, 7}, 1, 2, 3, s8, s8, true, true, true, true, 0, 4, -3},   // ResNet's stem, +Z
+      {{1, 4, 16, 16}, {24, 4, 5, 5}, 1, 2, 2, s8, u8, false, true, false, false, 0, 120, 0},
+      {{1, 3, 9, 9}, {8, 3, 3, 3}, 1, 1, 1, s8, s8, true, true, false, true, 0, 2, 0},  // C < 16: to 16
       {{2, 32, 8, 8}, {64, 32, 1, 1}, 1, 1, 0, s8, s8, true, false, true, true, -3, -10, 7},
       {{2, 64, 14, 14}, {128, 64, 3, 3}, 1, 1, 1, s8, s8, true, true, true, true, 0, 3, -4},
       {{1, 32, 9, 9}, {48, 32, 1, 1}, 1, 2, 0, s8, u8, false, true, false, false, 5, 128, 0},
@@ -98,10 +101,12 @@ TEST(QuantBackends, QConvOnTheGpuMatchesReference) {
   uint32_t seed = 700;
   for (const QCase& q : cases) {
     OpCase c = make_case(q, seed += 10);
-    check_case(c,
-               "gpu qconv X" + Shape::of(q.x).str() + " W" + Shape::of(q.w).str() + (q.residual ? " +Z" : "") +
-                   (q.relu ? " relu" : ""),
-               {"dnnl", "gpu", "gpu-fp16"});
+    const std::string what = "gpu qconv X" + Shape::of(q.x).str() + " W" + Shape::of(q.w).str() +
+                             (q.residual ? " +Z" : "") + (q.relu ? " relu" : "");
+    auto runs = check_case(c, what, {"dnnl", "gpu", "gpu-fp16"});
+    const bool stem = q.x[1] <= 4 && q.stride == 2 && q.w[2] >= 3;  // gpu_conv.cpp's SpaceToDepthStem
+    if (runs.count("gpu"))
+      EXPECT_EQ(runs["gpu"].impl.find("space-to-depth") != std::string::npos, stem) << what << ": " << runs["gpu"].impl;
   }
 }
 

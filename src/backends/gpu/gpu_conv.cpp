@@ -252,8 +252,52 @@ void set_conv_geometry(Shape& s, const Dims& x, const Dims& w, const ConvAttrs& 
   s.pad_b = static_cast<int>(pads[2]), s.pad_r = static_cast<int>(pads[3]);
 }
 
+// A stride-2 convolution of few input channels (an RGB stem: C <= 4, R and S >= 3, no groups or
+// dilation) as the equivalent stride-1 convolution of its input's 2x2 space-to-depth: 16 channels
+// (4C, zero-padded), a ceil(R/2) x ceil(S/2) filter, no padding. The kernels then gather 16-byte
+// vectors and reduce over K = 16 ceil(R/2) ceil(S/2) (7x7, C = 3: 256 instead of the 784 of C
+// padded to 16 for int8, or element gathers for fp16); the transform is one cheap pass
+// (nhwc_space_to_depth2) into the step's scratch. Exact for int8; fp16 sums only change order.
+struct SpaceToDepthStem {
+  bool on = false;
+  int n = 0, h = 0, w = 0, c = 0, r = 0, s = 0, pad_t = 0, pad_l = 0;  // the model's conv
+  int ho = 0, wo = 0;                                                  // the transformed input
+
+  // Turns s (the model's conv) into the transformed one when it qualifies.
+  template <class Shape>
+  void apply(Shape& s_, int groups) {
+    on = groups == 1 && s_.stride_h == 2 && s_.stride_w == 2 && s_.dil_h == 1 && s_.dil_w == 1 && s_.c <= 4 &&
+         s_.r >= 3 && s_.s >= 3 && s_.x_c_offset == 0;
+    if (!on) return;
+    n = s_.n, h = s_.h, w = s_.w, c = s_.c, r = s_.r, s = s_.s, pad_t = s_.pad_t, pad_l = s_.pad_l;
+    const int p = s_.p(), q = s_.q();
+    s_.r = (r + 1) / 2, s_.s = (s + 1) / 2;
+    ho = p + s_.r - 1, wo = q + s_.s - 1;
+    s_.h = ho, s_.w = wo, s_.c = gpu::kSpaceToDepth2Channels;
+    s_.stride_h = s_.stride_w = 1;
+    s_.pad_t = s_.pad_l = s_.pad_b = s_.pad_r = 0;
+    s_.x_pixel_stride = 0;
+  }
+  // The model's tap (r, s, channel) that the transformed filter's (r2, s2, c2) holds; false: a zero.
+  bool source(int r2, int s2, int c2, int& rr, int& ss, int& ci) const {
+    const int q = c2 / c;
+    ci = c2 - q * c, rr = 2 * r2 + (q >> 1), ss = 2 * s2 + (q & 1);
+    return q < 4 && rr < r && ss < s;
+  }
+  size_t bytes(size_t elem_bytes) const {
+    return on ? static_cast<size_t>(n) * ho * wo * gpu::kSpaceToDepth2Channels * elem_bytes : 0;
+  }
+  gpu::Status run(size_t elem_bytes, gpu::InNhwc x, void* y, gpuStream_t st) const {
+    return gpu::nhwc_space_to_depth2(elem_bytes, n, h, w, c, x, pad_t, pad_l, ho, wo, y, st);
+  }
+};
+
+// Scratch offsets past a first part, aligned for the kernels' vector loads.
+constexpr size_t align256(size_t b) { return (b + 255) & ~size_t{255}; }
+
 struct ConvPlan {
-  gpu::ConvShape shape;
+  gpu::ConvShape shape;  // the kernels' conv (the stem's transformed one)
+  SpaceToDepthStem stem;
   Activation act;
   bool bias = false, residual = false;
 };
@@ -280,6 +324,7 @@ bool plan_conv(const GpuConfig& c, const StepRequest& req, ConvPlan& p) {
   p.residual = op->fused() && req.has_in(3);
   if (p.residual && (req.inputs[3]->value || req.in_dims(3) != y)) return false;
   p.act = op->fused() ? op->activation() : Activation{};
+  if (s.dtype == gpu::DType::kF16) p.stem.apply(s, s.groups);
   return true;
 }
 
@@ -303,19 +348,25 @@ class ConvKernel : public GpuKernel {
     // Weights OIHW (float32, host) -> OHWI in the conv's dtype, on the device (shared by the
     // session's plans).
     const gpu::ConvShape& s = p_.shape;
+    const SpaceToDepthStem& st = p_.stem;
     const int cg = s.c / s.groups;
     const size_t n = static_cast<size_t>(s.k) * s.r * s.s * cg;
     const bool f16 = cfg_.f16();
-    auto w = device_const(cfg_, req, 1, "conv-w", layout_of(f16 ? "ohwi-f16" : "ohwi-f32", {s.k, s.r, s.s, cg}),
-                          n * (f16 ? 2 : 4), [&] {
-                            std::vector<float> ohwi(n);
+    auto w = device_const(cfg_, req, 1, st.on ? "conv-w-s2d" : "conv-w",
+                          layout_of(f16 ? "ohwi-f16" : "ohwi-f32", {s.k, s.r, s.s, cg}), n * (f16 ? 2 : 4), [&] {
+                            std::vector<float> ohwi(n, 0.f);
                             const float* src = req.inputs[1]->value->data_as<float>();
+                            const int mr = st.on ? st.r : s.r, ms = st.on ? st.s : s.s,
+                                      mc = st.on ? st.c : cg;  // the model's OIHW
                             for (int k = 0; k < s.k; ++k)
-                              for (int ci = 0; ci < cg; ++ci)
-                                for (int r = 0; r < s.r; ++r)
-                                  for (int q = 0; q < s.s; ++q)
-                                    ohwi[((static_cast<size_t>(k) * s.r + r) * s.s + q) * cg + ci] =
-                                        src[((static_cast<size_t>(k) * cg + ci) * s.r + r) * s.s + q];
+                              for (int r = 0; r < s.r; ++r)
+                                for (int q = 0; q < s.s; ++q)
+                                  for (int c2 = 0; c2 < cg; ++c2) {
+                                    int rr = r, qq = q, ci = c2;
+                                    if (st.on && !st.source(r, q, c2, rr, qq, ci)) continue;
+                                    ohwi[((static_cast<size_t>(k) * s.r + r) * s.s + q) * cg + c2] =
+                                        src[((static_cast<size_t>(k) * mc + ci) * mr + rr) * ms + qq];
+                                  }
                             return float_bytes(ohwi.data(), n, f16);
                           });
     if (!w.is_ok()) return w.status();
@@ -332,22 +383,32 @@ class ConvKernel : public GpuKernel {
     return choose(req);
   }
 
-  size_t scratch_bytes() const override { return choice_.workspace_bytes(); }
+  // The stem's transformed input first (aligned), then the kernel's workspace.
+  size_t scratch_bytes() const override {
+    const size_t x2 = align256(p_.stem.bytes(gpu::dtype_size(p_.shape.dtype)));
+    return x2 + choice_.workspace_bytes();
+  }
 
   Status run(ComputeContext& ctx) const override {
     gpu::ConvTensors t;
     t.x = {ctx.in(0).data, 0, 0};
+    void* ws = ctx.res.scratch;
+    size_t ws_bytes = ctx.res.scratch_bytes;
+    if (p_.stem.on) {
+      const size_t es = gpu::dtype_size(p_.shape.dtype), x2 = align256(p_.stem.bytes(es));
+      INFERA_GPU_OK(ctx.node.label(), p_.stem.run(es, t.x, ctx.res.scratch, stream(ctx)));
+      t.x = {ctx.res.scratch, 0, 0};
+      ws = static_cast<char*>(ctx.res.scratch) + x2, ws_bytes -= x2;
+    }
     t.w = w_->data();
     t.y = {ctx.out(0).data, y_ps_, y_coff_};
     t.ep.bias = static_cast<const float*>(data_of(bias_));
     if (p_.residual) t.ep.residual = {ctx.in(3).data, 0, 0};
     t.ep.act = p_.act;
     if (choice_.vendor)
-      INFERA_GPU_OK(ctx.node.label(),
-                    gpu::dnn_conv_run(*choice_.vendor, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
+      INFERA_GPU_OK(ctx.node.label(), gpu::dnn_conv_run(*choice_.vendor, t, ws, ws_bytes, stream(ctx)));
     else
-      INFERA_GPU_OK(ctx.node.label(),
-                    gpu::conv_forward(p_.shape, choice_.ours, t, ctx.res.scratch, ctx.res.scratch_bytes, stream(ctx)));
+      INFERA_GPU_OK(ctx.node.label(), gpu::conv_forward(p_.shape, choice_.ours, t, ws, ws_bytes, stream(ctx)));
     return Status::ok();
   }
 
@@ -408,7 +469,7 @@ class ConvKernel : public GpuKernel {
         });
     choice_.keeps_nan = nullptr;  // it holds this function's buffers
     if (!st.is_ok()) return st.prefixed("conv: ");
-    impl_ = choice_.name();
+    impl_ = choice_.name() + (p_.stem.on ? " [space-to-depth stem]" : "");
     return Status::ok();
   }
 
@@ -429,12 +490,14 @@ Result<std::unique_ptr<StepKernel>> conv_create(const GpuConfig& c, const StepRe
 
 // ---------------------------------------------------------------- QConv (int8)
 // com.infera.QConv (ops/quant_conv.h) on the integer matrix units: int8 NHWC in and out, weights
-// repacked to OHWI int8 once, the requantization of the reference fused (bit-exact with it). An odd
-// channel count is padded to even, one under 16 (an RGB stem) to 16, in the scratch: the weights
-// get zero channels, so the padded lanes add nothing whatever they hold.
+// repacked to OHWI int8 once, the requantization of the reference fused (bit-exact with it). A
+// stride-2 stem of few channels runs as its space-to-depth (SpaceToDepthStem); else an odd channel
+// count is padded to even, one under 16 to 16, in the scratch: the weights get zero channels, so
+// the padded lanes add nothing whatever they hold.
 struct QConvPlan {
-  gpu::QConvShape shape;  // c: the padded count the kernel sees
-  int c_real = 0;         // the model's channel count
+  gpu::QConvShape shape;  // c: the padded count the kernel sees (the stem's transformed conv)
+  SpaceToDepthStem stem;
+  int c_real = 0;  // the model's channel count
   bool bias = false;
   float x_scale = 1.f, y_scale = 1.f, z_scale = 1.f;
   int z_zero_point = 0, y_zero_point = 0;
@@ -461,9 +524,12 @@ bool plan_qconv(const StepRequest& req, QConvPlan& p) {
   gpu::QConvShape& s = p.shape;
   set_conv_geometry(s, x, w, a, pads);
   p.c_real = s.c;
-  // Few channels (an RGB stem) go to 16, the vector gathers and the warpgroup kernels' minimum
-  // (4x the MACs of C=4, on the tensor cores with 16-byte loads: faster); else to even.
-  s.c = s.c < 16 ? 16 : s.c + s.c % 2;
+  // The transformed input's padding is 0: the stem's form needs x_zero_point 0. Else few channels
+  // go to 16, the vector gathers and the warpgroup kernels' minimum (4x the MACs of C=4, on the
+  // tensor cores with 16-byte loads: faster); others to even.
+  const bool p_ok = s.p() == y[2] && s.q() == y[3];
+  if (q.x_zero_point == 0 && p_ok) p.stem.apply(s, 1);
+  if (!p.stem.on) s.c = s.c < 16 ? 16 : s.c + s.c % 2;
   s.x_zero_point = static_cast<int>(q.x_zero_point);
   s.has_residual = op->has_residual(*req.node) && req.has_in(3);
   s.y_uint8 = req.outputs[0]->dtype == DataType::kUInt8;
@@ -503,22 +569,28 @@ class QConvKernel : public GpuKernel {
 
   Status init(const StepRequest& req) {
     const gpu::QConvShape& s = p_.shape;
-    const int cr = p_.c_real;
-    // Weights OIHW int8 (host) -> OHWI with the channels padded to s.c; the filter sums serve a
-    // nonzero input zero point: sum (x - zp) w = sum x w - zp sum w. On the device, shared by the
-    // session's plans; the scales' key is the weights' input too (x_scale is the node's).
+    const SpaceToDepthStem& st = p_.stem;
+    const int cr = p_.c_real, mr = st.on ? st.r : s.r, ms = st.on ? st.s : s.s;  // the model's OIHW
+    // Weights OIHW int8 (host) -> OHWI with the channels padded to s.c (or the stem's transformed
+    // filter); the filter sums serve a nonzero input zero point: sum (x - zp) w = sum x w - zp sum w.
+    // On the device, shared by the session's plans; the scales' key is the weights' input too
+    // (x_scale is the node's).
     const int8_t* src = req.inputs[1]->value->data_as<int8_t>();
-    const size_t per_k = static_cast<size_t>(cr) * s.r * s.s, n = static_cast<size_t>(s.k) * s.r * s.s * s.c;
-    auto w = device_const(cfg_, req, 1, "qconv-w", layout_of("ohwi-s8", {s.k, s.r, s.s, s.c, cr}), n, [&] {
-      std::vector<uint8_t> ohwi(n, 0);
-      for (int k = 0; k < s.k; ++k)
-        for (int ci = 0; ci < cr; ++ci)
-          for (int r = 0; r < s.r; ++r)
-            for (int q = 0; q < s.s; ++q)
-              ohwi[((static_cast<size_t>(k) * s.r + r) * s.s + q) * s.c + ci] =
-                  static_cast<uint8_t>(src[((static_cast<size_t>(k) * cr + ci) * s.r + r) * s.s + q]);
-      return ohwi;
-    });
+    const size_t per_k = static_cast<size_t>(cr) * mr * ms, n = static_cast<size_t>(s.k) * s.r * s.s * s.c;
+    auto w = device_const(
+        cfg_, req, 1, st.on ? "qconv-w-s2d" : "qconv-w", layout_of("ohwi-s8", {s.k, s.r, s.s, s.c, cr}), n, [&] {
+          std::vector<uint8_t> ohwi(n, 0);
+          for (int k = 0; k < s.k; ++k)
+            for (int r = 0; r < s.r; ++r)
+              for (int q = 0; q < s.s; ++q)
+                for (int c2 = 0; c2 < s.c; ++c2) {
+                  int rr = r, qq = q, ci = c2;
+                  if (st.on ? !st.source(r, q, c2, rr, qq, ci) : c2 >= cr) continue;
+                  ohwi[((static_cast<size_t>(k) * s.r + r) * s.s + q) * s.c + c2] =
+                      static_cast<uint8_t>(src[((static_cast<size_t>(k) * cr + ci) * mr + rr) * ms + qq]);
+                }
+          return ohwi;
+        });
     auto ws = device_const(cfg_, req, 1, "qconv-wsum", layout_of("s32", {s.k}), s.k * sizeof(int32_t), [&] {
       std::vector<int32_t> wsum(s.k, 0);
       for (int k = 0; k < s.k; ++k)
@@ -544,7 +616,9 @@ class QConvKernel : public GpuKernel {
       bias_ = b.take();
       weight_bytes_ += bias_->size();
     }
-    pad_bytes_ = p_.c_real != s.c ? static_cast<size_t>(s.n) * s.h * s.w * s.c : 0;
+    acc_bound_ = gpu::qconv_acc_bound(src, s.k, static_cast<int64_t>(per_k),
+                                      p_.bias ? req.inputs[2]->value->data_as<int32_t>() : nullptr, s.x_zero_point);
+    pad_bytes_ = st.on ? st.bytes(1) : p_.c_real != s.c ? static_cast<size_t>(s.n) * s.h * s.w * s.c : 0;
     return choose(req);
   }
 
@@ -552,7 +626,10 @@ class QConvKernel : public GpuKernel {
 
   Status run(ComputeContext& ctx) const override {
     const void* x = ctx.in(0).data;
-    if (pad_bytes_) {
+    if (p_.stem.on) {
+      INFERA_GPU_OK(ctx.node.label(), p_.stem.run(1, {x, 0, 0}, ctx.res.scratch, stream(ctx)));
+      x = ctx.res.scratch;
+    } else if (pad_bytes_) {
       const gpu::QConvShape& s = p_.shape;
       INFERA_GPU_OK(ctx.node.label(), gpu::nhwc_pad_channels_s8(static_cast<int64_t>(s.n) * s.h * s.w, p_.c_real,
                                                                 {x, 0, 0}, s.c, ctx.res.scratch, stream(ctx)));
@@ -577,6 +654,7 @@ class QConvKernel : public GpuKernel {
     t.z_zero_point = p_.z_zero_point;
     t.inv_y = 1.0 / double(p_.y_scale);
     t.y_zero_point = p_.y_zero_point;
+    t.acc_bound = acc_bound_;
     return t;
   }
 
@@ -607,13 +685,16 @@ class QConvKernel : public GpuKernel {
         [&](const gpu::Candidate& cd, gpuStream_t stream) { return gpu::qconv_forward(s, cd, t, stream); },
         [](const gpu::VendorCandidate&, void*, size_t, gpuStream_t) { return gpu::Status{"no vendor int8 conv"}; });
     if (!st.is_ok()) return st.prefixed("qconv: ");
-    impl_ = choice_.name() + (pad_bytes_ ? " [C " + std::to_string(p_.c_real) + " padded]" : "");
+    impl_ = choice_.name() + (p_.stem.on   ? std::string(" [space-to-depth stem]")
+                              : pad_bytes_ ? " [C " + std::to_string(p_.c_real) + " padded]"
+                                           : std::string());
     return Status::ok();
   }
 
   QConvPlan p_;
   DeviceConst w_, bias_, scale_, wsum_;
-  size_t pad_bytes_ = 0;  // scratch for the channel-padded input (odd C)
+  size_t pad_bytes_ = 0;    // scratch for the channel-padded input (odd C) or the stem's transform
+  int64_t acc_bound_ = -1;  // gpu::QConvTensors::acc_bound
   Choice choice_;
 };
 

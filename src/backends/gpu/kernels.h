@@ -158,7 +158,15 @@ struct QConvTensors {
   int z_zero_point = 0;
   double inv_y = 1.0;
   int y_zero_point = 0;
+  // A bound on |sum (x - x_zp) w + bias| over every output element (the host's, from the weights
+  // and bias: max over k of max|x - x_zp| * sum |w[k]| + |bias[k]|); -1: unknown. Under 2^31 the
+  // epilogue requantizes in float with the double path only near rounding boundaries, else every
+  // element in double (s8_igemm.h).
+  int64_t acc_bound = -1;
 };
+// The bound above for int8 weights [k][per_k] (any layout of one filter's elements), int32 bias [k]
+// or null, and the input's zero point.
+int64_t qconv_acc_bound(const int8_t* w, int k, int64_t per_k, const int32_t* bias, int x_zero_point);
 Status qconv_check(const QConvShape& s);
 std::vector<Candidate> qconv_candidates(const QConvShape& s, const DeviceInfo& dev);
 Status qconv_forward(const QConvShape& s, const Candidate& c, const QConvTensors& t, gpuStream_t stream);
@@ -293,6 +301,13 @@ Status nhwc_to_nchw(DType from, DType to, int n, int c, int h, int w, InNhwc x, 
 // Copies the c channels of each of `pixels` NHWC int8 pixels into a dense buffer of cp >= c
 // channels per pixel, zeroing channels [c, cp) (an odd-C input of the int8 conv).
 Status nhwc_pad_channels_s8(int64_t pixels, int c, InNhwc x, int cp, void* y, gpuStream_t stream);
+// The 2x2 space-to-depth that turns a stride-2 convolution of few channels (c <= 4: an RGB stem)
+// into a stride-1 one with 16-byte vector gathers: y is [n][ho][wo][16] dense (16-byte aligned),
+// y[img][i][j][(dy * 2 + dx) * c + ci] = x[img][2i + dy - pad_t][2j + dx - pad_l][ci], 0 outside
+// the image and in channels [4c, 16). Elements of elem_bytes (1: int8, 2: fp16).
+inline constexpr int kSpaceToDepth2Channels = 16;
+Status nhwc_space_to_depth2(size_t elem_bytes, int n, int h, int w, int c, InNhwc x, int pad_t, int pad_l, int ho,
+                            int wo, void* y, gpuStream_t stream);
 
 // ---- strided copy of plain (row-major) tensors: every index (i_0, ..., i_{rank-1}) < dims copies
 // x[x_offset + sum_k i_k * x_strides[k]] to y[y_offset + sum_k i_k * y_strides[k]] (offsets and

@@ -99,7 +99,59 @@ __global__ void pad_channels_s8_x16_kernel(const uint8_t* x, int64_t x_ps, uint4
   y[i] = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// One thread per output pixel (i, j) of image img: its 16 elements (dy * 2 + dx) * c + ci <- input
+// pixel (2i + dy - pad_t, 2j + dx - pad_l), channel ci (0 outside the image and past 4c), stored
+// as 16-byte vectors.
+template <class T>
+__global__ void space_to_depth2_kernel(const T* x, int64_t x_ps, int h, int w, int c, int pad_t, int pad_l, int ho,
+                                       int wo, T* y, int64_t pixels) {
+  constexpr int kC = kSpaceToDepth2Channels;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= pixels) return;
+  const int jo = static_cast<int>(i % wo);
+  const int64_t t = i / wo;
+  const int io = static_cast<int>(t % ho);
+  const int64_t img = t / ho;
+  union {
+    T e[kC];
+    uint4 v[kC * sizeof(T) / 16];
+  } out;
+#pragma unroll
+  for (int ch = 0; ch < kC; ++ch) {
+    const int q = ch / c, ci = ch - q * c;
+    const int ih = 2 * io + (q >> 1) - pad_t, iw = 2 * jo + (q & 1) - pad_l;
+    out.e[ch] = q < 4 && unsigned(ih) < unsigned(h) && unsigned(iw) < unsigned(w)
+                    ? x[((img * h + ih) * w + iw) * x_ps + ci]
+                    : T{0};
+  }
+  uint4* dst = reinterpret_cast<uint4*>(y) + i * (kC * sizeof(T) / 16);
+#pragma unroll
+  for (int v = 0; v < static_cast<int>(kC * sizeof(T) / 16); ++v) dst[v] = out.v[v];
+}
+
 }  // namespace
+
+Status nhwc_space_to_depth2(size_t elem_bytes, int n, int h, int w, int c, InNhwc x, int pad_t, int pad_l, int ho,
+                            int wo, void* y, gpuStream_t stream) {
+  if (n < 1 || h < 1 || w < 1 || ho < 1 || wo < 1 || c < 1 || 4 * c > kSpaceToDepth2Channels || pad_t < 0 || pad_l < 0)
+    return {"nhwc_space_to_depth2: bad sizes"};
+  if (elem_bytes != 1 && elem_bytes != 2) return {"nhwc_space_to_depth2: int8 or fp16 elements only"};
+  if (!x.data || !y || reinterpret_cast<uintptr_t>(y) % 16) return {"nhwc_space_to_depth2: null or unaligned buffers"};
+  const int64_t ps = x.pixel_stride ? x.pixel_stride : c;
+  if (ps < x.c_offset + c) return {"nhwc_space_to_depth2: pixel stride smaller than offset + C"};
+  const int64_t pixels = static_cast<int64_t>(n) * ho * wo;
+  const unsigned blocks = static_cast<unsigned>(ceil_div(pixels, 256));
+  if (elem_bytes == 1)
+    space_to_depth2_kernel<uint8_t><<<blocks, 256, 0, stream>>>(static_cast<const uint8_t*>(x.data) + x.c_offset, ps, h,
+                                                                w, c, pad_t, pad_l, ho, wo, static_cast<uint8_t*>(y),
+                                                                pixels);
+  else
+    space_to_depth2_kernel<uint16_t><<<blocks, 256, 0, stream>>>(static_cast<const uint16_t*>(x.data) + x.c_offset, ps,
+                                                                 h, w, c, pad_t, pad_l, ho, wo,
+                                                                 static_cast<uint16_t*>(y), pixels);
+  GPU_LAUNCH_CHECK();
+  return {};
+}
 
 Status nhwc_pad_channels_s8(int64_t pixels, int c, InNhwc x, int cp, void* y, gpuStream_t stream) {
   if (pixels < 0 || c < 1 || cp < c) return {"nhwc_pad_channels_s8: bad sizes"};

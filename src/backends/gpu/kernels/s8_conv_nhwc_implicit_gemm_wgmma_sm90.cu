@@ -32,6 +32,11 @@ constexpr size_t smem_bytes(int wg, int nb, int stages) {
 template <int WG, int NB, int STAGES, int MINB, int MODE>
 __global__ void __launch_bounds__(WG * 128, MINB) igemm_s8_wgmma_kernel(const IgemmParams p, const QEpi q) {
   constexpr int kStages = STAGES;
+  // With 3+ stages one wgmma group stays in flight while the next k-tile's are issued, and loads run
+  // kStages - 2 k-tiles ahead (the stage they fill was read by group i - 2, which every warpgroup
+  // has waited for before this iteration's barrier); with 2 stages, one k-tile ahead and no overlap.
+  constexpr int kAhead = STAGES >= 3 ? STAGES - 2 : STAGES - 1;
+  constexpr int kInFlight = STAGES >= 3 ? 1 : 0;
   constexpr int BM = 64 * WG, BN = 128 * NB, NT = WG * 128;
   constexpr int kA = BM * kBK, kB = BN * kBK;  // halves per stage
   extern __shared__ uint4 s8_wgmma_smem_raw[];
@@ -49,13 +54,20 @@ __global__ void __launch_bounds__(WG * 128, MINB) igemm_s8_wgmma_kernel(const Ig
   la.init(p, 0, m0, 0, tid);
   lb.init(p, 0, n0, 0, tid);
 #pragma unroll
-  for (int st = 0; st < kStages - 1; ++st) {
+  for (int st = 0; st < kAhead; ++st) {
     if (st < nk) {
       la.load(p, smem + st * (kA + kB), tid);
       lb.load(p, smem + st * (kA + kB) + kA, tid);
     }
     arch::cp_async_commit();
   }
+  constexpr int kPitch = BN + kIgemmSmemPad;
+  constexpr int kSlab = slab_rows(BM, BN, kStages * (BM + BN) * kBK * 2);
+  // The residual's bytes load with the tiles where registers allow (up to 256 threads: the 512-thread
+  // tiles hold 64 accumulators in 128 registers).
+  using Epi = QEpilogue<BM, BN, NT, kSlab, (NT <= 256)>;
+  Epi epi;
+  epi.prefetch_z(q, p.m, p.kn, m0, n0, tid);
 
   int d[NB][64];
 #pragma unroll
@@ -64,7 +76,7 @@ __global__ void __launch_bounds__(WG * 128, MINB) igemm_s8_wgmma_kernel(const Ig
     for (int e = 0; e < 64; ++e) d[j][e] = 0;
 
   for (int i = 0; i < nk; ++i) {
-    arch::cp_async_wait<kStages - 2>();
+    arch::cp_async_wait<kAhead - 1>();
     arch::fence_proxy_async();  // this thread's cp.async data, visible to the tensor cores
     __syncthreads();
     const unsigned sa = sbase + static_cast<unsigned>((i % kStages) * (kA + kB) * 2);
@@ -78,27 +90,25 @@ __global__ void __launch_bounds__(WG * 128, MINB) igemm_s8_wgmma_kernel(const Ig
         arch::wgmma_m64n128k32_s8(d[j], da, arch::wgmma_desc(b_addr + j * 128 * kBK * 2 + ks * 32));
     }
     arch::wgmma_commit();
-    // While the tensor cores work: fetch k-tile i + kStages - 1 into the stage of k-tile i - 1,
-    // whose wgmmas every warpgroup has waited for (end of the last iteration, then the barrier).
-    const int li = i + kStages - 1;
+    if constexpr (kInFlight == 1) arch::wgmma_wait<1>();
+    // While the tensor cores work: fetch k-tile i + kAhead into the stage of k-tile i + kAhead -
+    // kStages, whose wgmmas every warpgroup has waited for (before this iteration's barrier).
+    const int li = i + kAhead;
     if (li < nk) {
       uint16_t* dst = smem + (li % kStages) * (kA + kB);
       la.load(p, dst, tid);
       lb.load(p, dst + kA, tid);
     }
     arch::cp_async_commit();
-    arch::wgmma_wait<0>();
+    if constexpr (kInFlight == 0) arch::wgmma_wait<0>();
   }
+  arch::wgmma_wait<0>();
   arch::cp_async_wait<0>();
   __syncthreads();
 
   // Epilogue: the int32 tile through shared memory in slabs, then 8 channels per thread requantized.
   int* ctile = reinterpret_cast<int*>(smem);
-  constexpr int kPitch = BN + kIgemmSmemPad;
-  constexpr int kSlab = slab_rows(BM, BN, kStages * (BM + BN) * kBK * 2);
-  constexpr int kVecsPerRow = BN / 8;
-  static_assert(NT % kVecsPerRow == 0, "an epilogue thread must keep its 8 channels");
-  const QChan8 ch = load_chan8(q, p.kn, n0 + (tid % kVecsPerRow) * 8);
+  const QChan8 ch = load_chan8(q, p.kn, n0 + (tid % Epi::kVecsPerRow) * 8);
   for (int lo = 0; lo < BM; lo += kSlab) {
     if (lo) __syncthreads();
 #pragma unroll
@@ -113,15 +123,7 @@ __global__ void __launch_bounds__(WG * 128, MINB) igemm_s8_wgmma_kernel(const Ig
               make_int2(d[j][b * 4 + h * 2], d[j][b * 4 + h * 2 + 1]);
     }
     __syncthreads();
-    for (int v = tid; v < kSlab * kVecsPerRow; v += NT) {
-      const int row = v / kVecsPerRow, c8 = v - row * kVecsPerRow;
-      const int m = m0 + lo + row, nn = n0 + c8 * 8;
-      if (m >= p.m || nn >= p.kn) continue;
-      const int4* src = reinterpret_cast<const int4*>(ctile + row * kPitch + c8 * 8);
-      const int4 a = src[0], b = src[1];
-      const int acc[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-      requant_store8(q, ch, p.kn, m, nn, acc);
-    }
+    epi.slab(q, ch, ctile, kPitch, p.m, p.kn, m0, n0, lo, tid);
   }
 }
 
