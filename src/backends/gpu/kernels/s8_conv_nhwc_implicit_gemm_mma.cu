@@ -26,10 +26,7 @@ struct Swz32 {
   __device__ static int at(int row, int chunk) { return swz(row, chunk); }
 };
 
-// PRE (the _zp variants, offered for a residual): the residual's bytes and the channels' epilogue
-// parameters load before the main loop, their latency behind it, for ~40 more registers (fewer
-// resident blocks): which wins depends on the layer, so both are candidates.
-template <int BM, int BN, int NT, int STAGES, int MODE, bool PRE>
+template <int BM, int BN, int NT, int STAGES, int MODE>
 __global__ void __launch_bounds__(NT) igemm_s8_kernel(const IgemmParams p, const QEpi q) {
   extern __shared__ uint4 igemm_smem[];
   uint16_t* smem = reinterpret_cast<uint16_t*>(igemm_smem);
@@ -54,15 +51,6 @@ __global__ void __launch_bounds__(NT) igemm_s8_kernel(const IgemmParams p, const
     }
     arch::cp_async_commit();
   }
-  constexpr int kPitch = BN + kIgemmSmemPad;
-  constexpr int kSlab = slab_rows(BM, BN, STAGES * (BM + BN) * kTileK * 2);
-  using Epi = QEpilogue<BM, BN, NT, kSlab, PRE>;
-  Epi epi;
-  QChan8 ch;
-  if constexpr (PRE) {
-    epi.prefetch_z(q, p.m, p.kn, m0, n0, tid);
-    ch = load_chan8(q, p.kn, n0 + (tid % Epi::kVecsPerRow) * 8);
-  }
 
   arch::WarpMmaS8<L::kWM, L::kWN> mma;
   mma.zero();
@@ -84,22 +72,34 @@ __global__ void __launch_bounds__(NT) igemm_s8_kernel(const IgemmParams p, const
   __syncthreads();
 
   int* ctile = reinterpret_cast<int*>(igemm_smem);
-  if constexpr (!PRE) ch = load_chan8(q, p.kn, n0 + (tid % Epi::kVecsPerRow) * 8);
+  constexpr int kPitch = BN + kIgemmSmemPad;
+  constexpr int kSlab = slab_rows(BM, BN, STAGES * (BM + BN) * kTileK * 2);
+  constexpr int kVecsPerRow = BN / 8;
+  static_assert(NT % kVecsPerRow == 0, "an epilogue thread must keep its 8 channels");
+  const QChan8 ch = load_chan8(q, p.kn, n0 + (tid % kVecsPerRow) * 8);
   for (int lo = 0; lo < BM; lo += kSlab) {
     if (lo) __syncthreads();
     mma.store(ctile, kPitch, wm * L::kWM, wn * L::kWN, lo, kSlab, lane);
     __syncthreads();
-    epi.slab(q, ch, ctile, kPitch, p.m, p.kn, m0, n0, lo, tid);
+    for (int v = tid; v < kSlab * kVecsPerRow; v += NT) {
+      const int row = v / kVecsPerRow, c8 = v - row * kVecsPerRow;
+      const int m = m0 + lo + row, nn = n0 + c8 * 8;
+      if (m >= p.m || nn >= p.kn) continue;
+      const int4* src = reinterpret_cast<const int4*>(ctile + row * kPitch + c8 * 8);
+      const int4 a = src[0], b = src[1];
+      const int acc[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+      requant_store8(q, ch, p.kn, m, nn, acc);
+    }
   }
 }
 
-template <int BM, int BN, int NT, int MODE, bool PRE>
+template <int BM, int BN, int NT, int MODE>
 Status launch(const IgemmParams& p, const QEpi& q, gpuStream_t stream) {
   constexpr int kStages = arch::kIgemmStages;
   constexpr int kSmem = kStages * (BM + BN) * kTileK * 2;
   static_assert(kSmem <= arch::kMaxSmemBytes, "tile too large for shared memory");
   static std::atomic<uint64_t> smem_done{0};
-  auto* kernel = igemm_s8_kernel<BM, BN, NT, kStages, MODE, PRE>;
+  auto* kernel = igemm_s8_kernel<BM, BN, NT, kStages, MODE>;
   Status st = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, smem_done);
   if (!st.ok()) return st;
   const int64_t tiles = ceil_div(p.m, BM) * p.n_tiles;
@@ -109,13 +109,13 @@ Status launch(const IgemmParams& p, const QEpi& q, gpuStream_t stream) {
   return {};
 }
 
-template <int BM, int BN, int NT, bool SCALAR, bool PRE = false>
+template <int BM, int BN, int NT, bool SCALAR>
 Status launch_modes(IgemmMode mode, const IgemmParams& p, const QEpi& q, gpuStream_t stream) {
   switch (mode) {
-    case kIgemmVec1x1: return launch<BM, BN, NT, kIgemmVec1x1, PRE>(p, q, stream);
-    case kIgemmVec: return launch<BM, BN, NT, kIgemmVec, PRE>(p, q, stream);
+    case kIgemmVec1x1: return launch<BM, BN, NT, kIgemmVec1x1>(p, q, stream);
+    case kIgemmVec: return launch<BM, BN, NT, kIgemmVec>(p, q, stream);
     case kIgemmScalar:
-      if constexpr (SCALAR) return launch<BM, BN, NT, kIgemmScalar, PRE>(p, q, stream);
+      if constexpr (SCALAR) return launch<BM, BN, NT, kIgemmScalar>(p, q, stream);
       break;
   }
   return {"qconv: this tile has no scalar-gather variant (C or strides not multiples of 16)"};
@@ -125,15 +125,12 @@ struct S8Config {
   KernelId id;
   int bm, bn;
   bool scalar;
-  bool residual_only = false;  // the prefetching (_zp) variants
 };
 constexpr S8Config kConfigs[] = {
     {KernelId::s8_conv_nhwc_implicit_gemm_mma_256x128, 256, 128, false},
     {KernelId::s8_conv_nhwc_implicit_gemm_mma_128x128, 128, 128, false},
     {KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64, 128, 64, true},
     {KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64, 64, 64, true},
-    {KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64_zp, 128, 64, false, true},
-    {KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64_zp, 64, 64, false, true},
 };
 
 }  // namespace
@@ -175,15 +172,12 @@ std::vector<Candidate> qconv_candidates(const QConvShape& s, const DeviceInfo& d
   const int64_t m = static_cast<int64_t>(s.n) * s.p() * s.q();
   // Big tiles first when they still give each multiprocessor a block, else the small ones.
   const bool big = ceil_div(m, 128) * ceil_div(s.k, 128) >= dev.sm_count;
-  using K = KernelId;
   const KernelId order_big[] = {
-      K::s8_conv_nhwc_implicit_gemm_mma_128x128,   K::s8_conv_nhwc_implicit_gemm_mma_256x128,
-      K::s8_conv_nhwc_implicit_gemm_mma_128x64,    K::s8_conv_nhwc_implicit_gemm_mma_64x64,
-      K::s8_conv_nhwc_implicit_gemm_mma_128x64_zp, K::s8_conv_nhwc_implicit_gemm_mma_64x64_zp};
+      KernelId::s8_conv_nhwc_implicit_gemm_mma_128x128, KernelId::s8_conv_nhwc_implicit_gemm_mma_256x128,
+      KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64, KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64};
   const KernelId order_small[] = {
-      K::s8_conv_nhwc_implicit_gemm_mma_64x64,    K::s8_conv_nhwc_implicit_gemm_mma_128x64,
-      K::s8_conv_nhwc_implicit_gemm_mma_64x64_zp, K::s8_conv_nhwc_implicit_gemm_mma_128x64_zp,
-      K::s8_conv_nhwc_implicit_gemm_mma_128x128,  K::s8_conv_nhwc_implicit_gemm_mma_256x128};
+      KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64, KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64,
+      KernelId::s8_conv_nhwc_implicit_gemm_mma_128x128, KernelId::s8_conv_nhwc_implicit_gemm_mma_256x128};
   // Hopper: the warpgroup variants first (vector gathers only), the big tiles when they fill the device.
   if (dev.wgmma && vec) {
     const bool huge = ceil_div(m, 128) * ceil_div(s.k, 256) >= dev.sm_count;
@@ -204,7 +198,7 @@ std::vector<Candidate> qconv_candidates(const QConvShape& s, const DeviceInfo& d
   for (const KernelId id : big ? order_big : order_small)
     for (const S8Config& c : kConfigs) {
       if (c.id != id) continue;
-      if ((!vec && !c.scalar) || (c.residual_only && !s.has_residual)) continue;
+      if (!vec && !c.scalar) continue;
       const size_t smem = static_cast<size_t>(arch::kIgemmStages) * (c.bm + c.bn) * kTileK * 2;
       if (dev.smem_optin > 0 && smem > static_cast<size_t>(dev.smem_optin)) continue;
       out.push_back({c.id, kernel_info(c.id).name, 0, 1});
@@ -235,10 +229,6 @@ Status qconv_forward(const QConvShape& s, const Candidate& c, const QConvTensors
         return launch_modes<128, 128, 256, false>(mode, p, q, stream);
       case KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64: return launch_modes<128, 64, 128, true>(mode, p, q, stream);
       case KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64: return launch_modes<64, 64, 128, true>(mode, p, q, stream);
-      case KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64_zp:
-        return launch_modes<128, 64, 128, false, true>(mode, p, q, stream);
-      case KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64_zp:
-        return launch_modes<64, 64, 128, false, true>(mode, p, q, stream);
       default: break;
     }
   }

@@ -61,13 +61,6 @@ __global__ void __launch_bounds__(WG * 128, MINB) igemm_s8_wgmma_kernel(const Ig
     }
     arch::cp_async_commit();
   }
-  constexpr int kPitch = BN + kIgemmSmemPad;
-  constexpr int kSlab = slab_rows(BM, BN, kStages * (BM + BN) * kBK * 2);
-  // The residual's bytes load with the tiles where registers allow (up to 256 threads: the 512-thread
-  // tiles hold 64 accumulators in 128 registers).
-  using Epi = QEpilogue<BM, BN, NT, kSlab, (NT <= 256)>;
-  Epi epi;
-  epi.prefetch_z(q, p.m, p.kn, m0, n0, tid);
 
   int d[NB][64];
 #pragma unroll
@@ -108,7 +101,11 @@ __global__ void __launch_bounds__(WG * 128, MINB) igemm_s8_wgmma_kernel(const Ig
 
   // Epilogue: the int32 tile through shared memory in slabs, then 8 channels per thread requantized.
   int* ctile = reinterpret_cast<int*>(smem);
-  const QChan8 ch = load_chan8(q, p.kn, n0 + (tid % Epi::kVecsPerRow) * 8);
+  constexpr int kPitch = BN + kIgemmSmemPad;
+  constexpr int kSlab = slab_rows(BM, BN, kStages * (BM + BN) * kBK * 2);
+  constexpr int kVecsPerRow = BN / 8;
+  static_assert(NT % kVecsPerRow == 0, "an epilogue thread must keep its 8 channels");
+  const QChan8 ch = load_chan8(q, p.kn, n0 + (tid % kVecsPerRow) * 8);
   for (int lo = 0; lo < BM; lo += kSlab) {
     if (lo) __syncthreads();
 #pragma unroll
@@ -123,7 +120,15 @@ __global__ void __launch_bounds__(WG * 128, MINB) igemm_s8_wgmma_kernel(const Ig
               make_int2(d[j][b * 4 + h * 2], d[j][b * 4 + h * 2 + 1]);
     }
     __syncthreads();
-    epi.slab(q, ch, ctile, kPitch, p.m, p.kn, m0, n0, lo, tid);
+    for (int v = tid; v < kSlab * kVecsPerRow; v += NT) {
+      const int row = v / kVecsPerRow, c8 = v - row * kVecsPerRow;
+      const int m = m0 + lo + row, nn = n0 + c8 * 8;
+      if (m >= p.m || nn >= p.kn) continue;
+      const int4* src = reinterpret_cast<const int4*>(ctile + row * kPitch + c8 * 8);
+      const int4 a = src[0], b = src[1];
+      const int acc[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+      requant_store8(q, ch, p.kn, m, nn, acc);
+    }
   }
 }
 

@@ -29,20 +29,19 @@ struct QEpi {
   int y_u8 = 0, z_u8 = 0, vec_out = 0;
   int act = kActIdentity;
   double alpha = 0, beta = 0;
-  // The float path (requant_store8), set by make_qepi: fast = |acc - x_zp wsum + bias| is under 2^31
-  // (the host's bound, QConvTensors::acc_bound: the sum is exact in int32) and the float scalars
-  // below are finite and moderate (else every element takes the reference's double path); small =
-  // that sum is at most 2^22, so it turns into a float by the magic constant instead of a conversion
-  // instruction (a quarter of the FMA rate on sm_80 / sm_90).
-  int fast = 0, small = 0, leaky = 0;
-  // Floats rounded once on the host, the values the device would get from the same double products,
-  // in units of y_scale before the zero point: zs_f = z_scale * inv_y; alpha_f (LeakyRelu);
-  // lo_u / hi_u = lo / hi - y_zp (saturation); lo_a / hi_a = the activation's clamp (Relu: 0, Clip:
-  // alpha / beta * inv_y) and the saturation as one clamp; magic_zp = kMagic + y_zp; z_off = the
-  // float of a residual byte's magic form minus z_zp; z_flip: 0x80 in each byte for an int8 residual
-  // (its bytes become byte + 128); half_band / band0 / band_gain: the rounding band (requant_store8).
-  float zs_f = 0, alpha_f = 0, lo_u = -128, hi_u = 127, lo_a = -128, hi_a = 127;
-  float magic_zp = 0, z_off = 0, half_band = 0, band0 = 0, band_gain = 4e-6f;
+  // The float path (requant_store8), set by make_qepi from the host's bound on |acc - x_zp wsum +
+  // bias| (QConvTensors::acc_bound): fast = that sum is exact in int32 (else every element takes the
+  // reference's double path); small = it is at most 2^22, so it turns into a float by the magic
+  // constant instead of a conversion instruction (a quarter of the FMA rate on sm_80 / sm_90).
+  int fast = 0, small = 0;
+  // Floats rounded once on the host, the values the device would get from the same double products:
+  // zs_f = z_scale * inv_y; alpha_f, alpha_gain = max(1, |alpha|) (LeakyRelu); clip_lo_f / clip_hi_f
+  // = alpha / beta * inv_y (Clip); lo_u / hi_u = lo / hi - y_zp (the saturation bounds before the
+  // zero point); magic_zp = kMagic + y_zp; z_off = the float of a residual byte's magic form minus
+  // z_zp; z_flip: 0x80 in each byte for an int8 residual (its bytes turned into byte + 128); band0:
+  // the rounding band's constant part (requant_store8).
+  float zs_f = 0, alpha_f = 0, alpha_gain = 1, clip_lo_f = 0, clip_hi_f = 0, clip_abs = 0;
+  float lo_u = -128, hi_u = 127, magic_zp = 0, z_off = 0, band0 = 0;
   unsigned z_flip = 0;
 };
 
@@ -59,7 +58,6 @@ inline constexpr int kMagicBits = 0x4B400000;
 struct QChan8 {
   float sy[8];  // scale[n] * inv_y, rounded to float
   int cb[8];    // bias[n] - x_zp * wsum[n]: acc + cb is the reference's acc - x_zp wsum + bias
-  bool ok;      // every |sy| < 2^60: the float path's values stay finite (else the double path)
 };
 
 // Products and sums rounded one at a time: no fused multiply-add, as on the host reference.
@@ -151,64 +149,34 @@ inline QEpi make_qepi(const QConvShape& s, const QConvTensors& t) {
   // |acc - x_zp wsum + bias| <= acc_bound (the host's bound from the weights and bias): in int32
   // that sum is then exact whatever the order (wrap-around cancels), and equal to the reference's
   // double(acc - x_zp wsum) + double(bias).
+  q.fast = t.acc_bound >= 0 && t.acc_bound < (int64_t{1} << 31);
+  q.small = q.fast && t.acc_bound <= (int64_t{1} << 22);
   q.zs_f = static_cast<float>(q.z_scale * q.inv_y);
   q.alpha_f = static_cast<float>(q.alpha);
-  const auto moderate = [](double v) { return std::fabs(v) < 0x1p60; };  // and not NaN
-  q.fast = t.acc_bound >= 0 && t.acc_bound < (int64_t{1} << 31) && moderate(q.zs_f) &&
-           (q.act != kActLeakyRelu || moderate(q.alpha_f));
-  q.small = q.fast && t.acc_bound <= (int64_t{1} << 22);
-  q.leaky = q.act == kActLeakyRelu;
+  q.alpha_gain = std::fmax(1.f, std::fabs(q.alpha_f));
+  q.clip_lo_f = static_cast<float>(q.alpha * q.inv_y);
+  q.clip_hi_f = static_cast<float>(q.beta * q.inv_y);
+  q.clip_abs = std::fmax(std::fabs(q.clip_lo_f), std::fabs(q.clip_hi_f));
   q.lo_u = static_cast<float>(q.lo - q.y_zp);
   q.hi_u = static_cast<float>(q.hi - q.y_zp);
-  // Relu and Clip folded into the saturating clamp: clamp(clamp(u, c_lo, c_hi), lo_u, hi_u) is
-  // clamp(u, L, H) with L, H the clip bounds clamped to [lo_u, hi_u] (c_lo > c_hi too: both give H).
-  float c_lo = -INFINITY, c_hi = INFINITY;
-  if (q.act == kActRelu) c_lo = 0.f;
-  if (q.act == kActClip) {
-    c_lo = static_cast<float>(q.alpha * q.inv_y), c_hi = static_cast<float>(q.beta * q.inv_y);
-    q.fast = q.fast && std::isfinite(c_lo) && std::isfinite(c_hi);
-  }
-  q.lo_a = std::fmin(std::fmax(c_lo, q.lo_u), q.hi_u);
-  q.hi_a = std::fmin(std::fmax(c_hi, q.lo_u), q.hi_u);
   q.magic_zp = kMagic + static_cast<float>(q.y_zp);  // exact: an integer under 2^24
   q.z_flip = s.z_uint8 ? 0u : 0x80808080u;
   q.z_off = kMagic + static_cast<float>((s.z_uint8 ? 0 : 128) + q.z_zp);
-  // The band around the rounding boundaries: 2e-6 (|y_zp| + 1) + 4e-6 e, e the magnitudes the float
-  // error scales with (a few ulps of them, 2.4e-7 e at most: 16x inside). Without a residual a
-  // value that can round inside the saturation range has |u| <= max(|lo_u|, |hi_u|): e is that
-  // constant; with one, e = |acc term| + |residual term| per element (they may cancel).
   q.band0 = 2e-6f * (static_cast<float>(std::abs(q.y_zp)) + 1.f);
-  q.band_gain = 4e-6f * (q.leaky ? std::fmax(1.f, std::fabs(q.alpha_f)) : 1.f);
-  q.half_band = 0.5f - (q.band0 + 4e-6f * std::fmax(std::fabs(q.lo_u), std::fabs(q.hi_u)));
   return q;
 }
 
 __device__ inline QChan8 load_chan8(const QEpi& q, int kn, int nn) {
   QChan8 c;
-  c.ok = true;
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int n = nn + j < kn ? nn + j : kn - 1;  // lanes past kn are never stored
     c.sy[j] = static_cast<float>(q.scale[n] * q.inv_y);
-    c.ok = c.ok && fabsf(c.sy[j]) < 0x1p60f;
     // int32 wrap-around, as the reference's sums; exact in the sum with acc (QEpi::fast).
     c.cb[j] = static_cast<int>(static_cast<unsigned>(q.bias ? q.bias[n] : 0) -
                                static_cast<unsigned>(q.wsum ? q.x_zp * q.wsum[n] : 0));
   }
   return c;
-}
-
-// The residual's 8 bytes of channels nn.. of pixel m (little-endian; past kn: 0), one load when
-// aligned and whole.
-__device__ inline uint2 load_z8(const QEpi& q, int kn, int m, int nn) {
-  const int nvalid = kn - nn < 8 ? kn - nn : 8;
-  const int8_t* zp = q.z + m * q.z_ps + nn;
-  if (nvalid == 8 && reinterpret_cast<uintptr_t>(zp) % 8 == 0) return *reinterpret_cast<const uint2*>(zp);
-  unsigned w[2] = {0u, 0u};
-#pragma unroll
-  for (int j = 0; j < 8; ++j)
-    if (j < nvalid) w[j / 4] |= unsigned(static_cast<uint8_t>(zp[j])) << (8 * (j % 4));
-  return make_uint2(w[0], w[1]);
 }
 
 // The low byte of x in byte 0 of a word (the others are don't-cares): the 4 results of byte_word
@@ -217,53 +185,80 @@ __device__ inline unsigned pack4_low_bytes(unsigned a, unsigned b, unsigned c, u
   return __byte_perm(__byte_perm(a, b, 0x0040u), __byte_perm(c, d, 0x0040u), 0x5410u);
 }
 
-// Requantizes 8 consecutive channels nn.. of output pixel m (zw: their residual bytes, load_z8,
-// when q.z) and stores them (one 8-byte store when aligned and whole).
+// Requantizes 8 consecutive channels nn.. of output pixel m and stores them (one 8-byte store
+// when aligned and whole); the residual's 8 bytes come in one load likewise.
 //
 // The float path gives the reference's double result wherever it provably can: u = the requantized
 // value before the zero point, in units of y_scale, from a = acc + cb (exact int32) by one product,
-// plus the residual's product; every value stays finite (QEpi::fast, QChan8::ok) and the error is a
-// few float ulps of the magnitudes summed (e), far inside the band kept around each rounding
-// boundary (x.5, make_qepi). A value inside the band takes the reference's double path (requant):
-// bit-exact either way, float speed nearly always (the band holds ~1e-5 of the values at |u| ~ 100).
-// Saturation and the activation's clamp first (one clamp): rint commutes with clamping to integer
-// bounds, and a value clamped to one sits on it, far from any boundary (a Clip bound off the integers
-// is rounded like any value). Every step is an FMA-pipe instruction: the magic constant does the
-// conversions.
-__device__ inline void requant_store8(const QEpi& q, const QChan8& c, int kn, int m, int nn, const int* acc, uint2 zw) {
+// plus the residual's product; its error is a few float ulps of the magnitudes summed (e: 2e-7 e at
+// most, over the identity / Relu / LeakyRelu / Clip steps), far inside the band 4e-6 e + 2e-6 (|y_zp|
+// + 1) kept around each rounding boundary (x.5). A value inside the band, NaN or infinite (e is then
+// too) takes the reference's double path (requant): bit-exact either way, float speed nearly always
+// (the band holds ~1e-5 of the values at |u| ~ 100). Saturation first: rint commutes with clamping
+// to integer bounds, and a clamped value sits on an integer, far from any boundary.
+// Every step is an FMA-pipe instruction (the magic constant does the conversions).
+__device__ inline void requant_store8(const QEpi& q, const QChan8& c, int kn, int m, int nn, const int* acc) {
   const int nvalid = kn - nn < 8 ? kn - nn : 8;
+  unsigned zw[2] = {0u, 0u};  // the residual's 8 bytes, little-endian
+  if (q.z) {
+    const int8_t* zp = q.z + m * q.z_ps + nn;
+    if (nvalid == 8 && reinterpret_cast<uintptr_t>(zp) % 8 == 0) {
+      const uint2 w = *reinterpret_cast<const uint2*>(zp);
+      zw[0] = w.x, zw[1] = w.y;
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        if (j < nvalid) zw[j / 4] |= unsigned(static_cast<uint8_t>(zp[j])) << (8 * (j % 4));
+    }
+  }
   unsigned out[8];
-  if (q.fast && c.ok) {
-    float u[8], e[8] = {};
+  if (q.fast) {
+    float u[8], e[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const int a = static_cast<int>(static_cast<unsigned>(acc[j]) + static_cast<unsigned>(c.cb[j]));
       const float fa = q.small ? __int_as_float(kMagicBits + a) - kMagic : static_cast<float>(a);
       u[j] = fa * c.sy[j];
+      e[j] = fabsf(u[j]);
     }
     if (q.z) {
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         // byte + 128 (int8) or byte (uint8) into the low mantissa bits of kMagic: exact.
-        const unsigned w = j < 4 ? zw.x : zw.y;
-        const unsigned bits = __byte_perm(w ^ q.z_flip, static_cast<unsigned>(kMagicBits), 0x7640u | (j % 4));
+        const unsigned bits = __byte_perm(zw[j / 4] ^ q.z_flip, static_cast<unsigned>(kMagicBits), 0x7640u | (j % 4));
         const float t = (__uint_as_float(bits) - q.z_off) * q.zs_f;
-        e[j] = fabsf(u[j]) + fabsf(t);
         u[j] += t;
+        e[j] += fabsf(t);
       }
     }
-    if (q.leaky) {
+    switch (q.act) {
+      case kActRelu:
 #pragma unroll
-      for (int j = 0; j < 8; ++j) u[j] = u[j] < 0.f ? u[j] * q.alpha_f : u[j];
+        for (int j = 0; j < 8; ++j) u[j] = u[j] < 0.f ? 0.f : u[j];
+        break;
+      case kActLeakyRelu:
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          if (u[j] < 0.f) u[j] *= q.alpha_f, e[j] *= q.alpha_gain;
+        break;
+      case kActClip:
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          u[j] = u[j] < q.clip_lo_f ? q.clip_lo_f : u[j];
+          u[j] = u[j] > q.clip_hi_f ? q.clip_hi_f : u[j];
+          e[j] = fmaxf(e[j], q.clip_abs);
+        }
+        break;
+      default: break;
     }
     unsigned slow = 0;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const float rc = fminf(fmaxf(u[j], q.lo_a), q.hi_a);
-      const float t = rc + q.magic_zp;  // rint(rc + y_zp), in its low bits
-      const float d = fabsf(rc - (t - q.magic_zp));
-      const bool near = q.z ? !(d + fmaf(e[j], q.band_gain, q.band0) < 0.5f) : !(d < q.half_band);
-      slow |= near ? 1u << j : 0u;
+      const float rc = fminf(fmaxf(u[j], q.lo_u), q.hi_u);  // NaN becomes lo_u here, but e is NaN
+      const float t = rc + q.magic_zp;                      // rint(rc + y_zp), in its low bits
+      const float d = rc - (t - q.magic_zp);
+      // !(< 0.5): NaN (from e) is slow too.
+      if (!(fabsf(d) + fmaf(e[j], 4e-6f, q.band0) < 0.5f)) slow |= 1u << j;
       out[j] = __float_as_uint(t);
     }
     if (slow) {
@@ -285,51 +280,6 @@ __device__ inline void requant_store8(const QEpi& q, const QChan8& c, int kn, in
       if (j < nvalid) y[j] = static_cast<int8_t>(out[j] & 0xffu);
   }
 }
-
-// The epilogue of a BM x BN int32 tile staged in shared memory, SLAB rows at a time: each thread
-// requantizes 8 channels (the same 8 in every row it visits) of every NT-th vector. The residual
-// bytes of a one-slab epilogue of at most 8 vectors a thread are loaded before the main loop
-// (prefetch_z) when PRE, so their latency hides behind it; else where used.
-template <int BM, int BN, int NT, int SLAB, bool PRE>
-struct QEpilogue {
-  static constexpr int kVecsPerRow = BN / 8;
-  static constexpr int kIters = SLAB * kVecsPerRow / NT;
-  static_assert(NT % kVecsPerRow == 0 && kIters * NT == SLAB * kVecsPerRow, "an epilogue thread keeps its 8 channels");
-  static constexpr int kPre = PRE && SLAB == BM && kIters <= 8 ? kIters : 0;
-  uint2 z[kPre > 0 ? kPre : 1];
-
-  __device__ void prefetch_z(const QEpi& q, int m_total, int kn, int m0, int n0, int tid) {
-    if constexpr (kPre > 0) {
-      if (!q.z) return;
-#pragma unroll
-      for (int i = 0; i < kPre; ++i) {
-        const int v = tid + i * NT, row = v / kVecsPerRow, m = m0 + row, nn = n0 + (v - row * kVecsPerRow) * 8;
-        z[i] = m < m_total && nn < kn ? load_z8(q, kn, m, nn) : make_uint2(0u, 0u);
-      }
-    }
-  }
-
-  // Rows [lo, lo + SLAB) of the tile, at ctile (int32, pitch ints a row).
-  __device__ void slab(const QEpi& q, const QChan8& ch, const int* ctile, int pitch, int m_total, int kn, int m0,
-                       int n0, int lo, int tid) const {
-    auto one = [&](int v, uint2 zw, bool pre) {
-      const int row = v / kVecsPerRow, c8 = v - row * kVecsPerRow;
-      const int m = m0 + lo + row, nn = n0 + c8 * 8;
-      if (m >= m_total || nn >= kn) return;
-      const int4* src = reinterpret_cast<const int4*>(ctile + row * pitch + c8 * 8);
-      const int4 a = src[0], b = src[1];
-      const int acc[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-      requant_store8(q, ch, kn, m, nn, acc, pre || !q.z ? zw : load_z8(q, kn, m, nn));
-    };
-    if constexpr (kPre > 0) {
-#pragma unroll
-      for (int i = 0; i < kPre; ++i) one(tid + i * NT, z[i], true);
-    } else {
-#pragma unroll 1
-      for (int i = 0; i < kIters; ++i) one(tid + i * NT, make_uint2(0u, 0u), false);
-    }
-  }
-};
 
 // The Hopper wgmma variants (s8_conv_nhwc_implicit_gemm_wgmma_sm90.cu): whether id is one, the
 // shared memory it needs, and its launch (vector gathers only: C % 16 == 0).
