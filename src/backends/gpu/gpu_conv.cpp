@@ -292,6 +292,23 @@ struct SpaceToDepthStem {
   }
 };
 
+// Calls f(i, j) for every element i of the kernels' OHWI filter [k][r][s][c] (the stem's transformed
+// one when st.on) that holds element j of the model's OIHW weights [k][c_model][R][S]; the others
+// (padded channels, taps the transform leaves empty) are zeros.
+template <class F>
+void ohwi_from_oihw(int k, int r, int s, int c, int c_model, const SpaceToDepthStem& st, F&& f) {
+  const int mr = st.on ? st.r : r, ms = st.on ? st.s : s;
+  for (int o = 0; o < k; ++o)
+    for (int r2 = 0; r2 < r; ++r2)
+      for (int s2 = 0; s2 < s; ++s2)
+        for (int c2 = 0; c2 < c; ++c2) {
+          int rr = r2, ss = s2, ci = c2;
+          if (st.on ? !st.source(r2, s2, c2, rr, ss, ci) : c2 >= c_model) continue;
+          f(((static_cast<size_t>(o) * r + r2) * s + s2) * c + c2,
+            ((static_cast<size_t>(o) * c_model + ci) * mr + rr) * ms + ss);
+        }
+}
+
 // Scratch offsets past a first part, aligned for the kernels' vector loads.
 constexpr size_t align256(size_t b) { return (b + 255) & ~size_t{255}; }
 
@@ -356,17 +373,8 @@ class ConvKernel : public GpuKernel {
                           layout_of(f16 ? "ohwi-f16" : "ohwi-f32", {s.k, s.r, s.s, cg}), n * (f16 ? 2 : 4), [&] {
                             std::vector<float> ohwi(n, 0.f);
                             const float* src = req.inputs[1]->value->data_as<float>();
-                            const int mr = st.on ? st.r : s.r, ms = st.on ? st.s : s.s,
-                                      mc = st.on ? st.c : cg;  // the model's OIHW
-                            for (int k = 0; k < s.k; ++k)
-                              for (int r = 0; r < s.r; ++r)
-                                for (int q = 0; q < s.s; ++q)
-                                  for (int c2 = 0; c2 < cg; ++c2) {
-                                    int rr = r, qq = q, ci = c2;
-                                    if (st.on && !st.source(r, q, c2, rr, qq, ci)) continue;
-                                    ohwi[((static_cast<size_t>(k) * s.r + r) * s.s + q) * cg + c2] =
-                                        src[((static_cast<size_t>(k) * mc + ci) * mr + rr) * ms + qq];
-                                  }
+                            ohwi_from_oihw(s.k, s.r, s.s, cg, st.on ? st.c : cg, st,
+                                           [&](size_t i, size_t j) { ohwi[i] = src[j]; });
                             return float_bytes(ohwi.data(), n, f16);
                           });
     if (!w.is_ok()) return w.status();
@@ -527,8 +535,7 @@ bool plan_qconv(const StepRequest& req, QConvPlan& p) {
   // The transformed input's padding is 0: the stem's form needs x_zero_point 0. Else few channels
   // go to 16, the vector gathers and the warpgroup kernels' minimum (4x the MACs of C=4, on the
   // tensor cores with 16-byte loads: faster); others to even.
-  const bool p_ok = s.p() == y[2] && s.q() == y[3];
-  if (q.x_zero_point == 0 && p_ok) p.stem.apply(s, 1);
+  if (q.x_zero_point == 0) p.stem.apply(s, 1);
   if (!p.stem.on) s.c = s.c < 16 ? 16 : s.c + s.c % 2;
   s.x_zero_point = static_cast<int>(q.x_zero_point);
   s.has_residual = op->has_residual(*req.node) && req.has_in(3);
@@ -570,27 +577,21 @@ class QConvKernel : public GpuKernel {
   Status init(const StepRequest& req) {
     const gpu::QConvShape& s = p_.shape;
     const SpaceToDepthStem& st = p_.stem;
-    const int cr = p_.c_real, mr = st.on ? st.r : s.r, ms = st.on ? st.s : s.s;  // the model's OIHW
+    const int cr = p_.c_real;
     // Weights OIHW int8 (host) -> OHWI with the channels padded to s.c (or the stem's transformed
     // filter); the filter sums serve a nonzero input zero point: sum (x - zp) w = sum x w - zp sum w.
     // On the device, shared by the session's plans; the scales' key is the weights' input too
     // (x_scale is the node's).
     const int8_t* src = req.inputs[1]->value->data_as<int8_t>();
-    const size_t per_k = static_cast<size_t>(cr) * mr * ms, n = static_cast<size_t>(s.k) * s.r * s.s * s.c;
-    auto w = device_const(
-        cfg_, req, 1, st.on ? "qconv-w-s2d" : "qconv-w", layout_of("ohwi-s8", {s.k, s.r, s.s, s.c, cr}), n, [&] {
-          std::vector<uint8_t> ohwi(n, 0);
-          for (int k = 0; k < s.k; ++k)
-            for (int r = 0; r < s.r; ++r)
-              for (int q = 0; q < s.s; ++q)
-                for (int c2 = 0; c2 < s.c; ++c2) {
-                  int rr = r, qq = q, ci = c2;
-                  if (st.on ? !st.source(r, q, c2, rr, qq, ci) : c2 >= cr) continue;
-                  ohwi[((static_cast<size_t>(k) * s.r + r) * s.s + q) * s.c + c2] =
-                      static_cast<uint8_t>(src[((static_cast<size_t>(k) * cr + ci) * mr + rr) * ms + qq]);
-                }
-          return ohwi;
-        });
+    const size_t per_k = static_cast<size_t>(cr) * (st.on ? st.r * st.s : s.r * s.s);  // the model's filter
+    const size_t n = static_cast<size_t>(s.k) * s.r * s.s * s.c;
+    auto w = device_const(cfg_, req, 1, st.on ? "qconv-w-s2d" : "qconv-w",
+                          layout_of("ohwi-s8", {s.k, s.r, s.s, s.c, cr}), n, [&] {
+                            std::vector<uint8_t> ohwi(n, 0);
+                            ohwi_from_oihw(s.k, s.r, s.s, s.c, cr, st,
+                                           [&](size_t i, size_t j) { ohwi[i] = static_cast<uint8_t>(src[j]); });
+                            return ohwi;
+                          });
     auto ws = device_const(cfg_, req, 1, "qconv-wsum", layout_of("s32", {s.k}), s.k * sizeof(int32_t), [&] {
       std::vector<int32_t> wsum(s.k, 0);
       for (int k = 0; k < s.k; ++k)

@@ -179,8 +179,7 @@ __device__ inline QChan8 load_chan8(const QEpi& q, int kn, int nn) {
   return c;
 }
 
-// The low byte of x in byte 0 of a word (the others are don't-cares): the 4 results of byte_word
-// packed into one word.
+// The low bytes of a, b, c, d (their other bytes are don't-cares) packed into one word, a's lowest.
 __device__ inline unsigned pack4_low_bytes(unsigned a, unsigned b, unsigned c, unsigned d) {
   return __byte_perm(__byte_perm(a, b, 0x0040u), __byte_perm(c, d, 0x0040u), 0x5410u);
 }
