@@ -154,6 +154,13 @@ memory DnnlKernel::temp(const memory::desc& md) {
   return placeholder(Kind::kTemp, offset, md);
 }
 
+memory DnnlKernel::temp_alias(const memory& t, const memory::desc& md) {
+  const int slot = slot_of(t);
+  if (slot < 0 || slots_[slot].kind != Kind::kTemp || md.get_size() > slots_[slot].md.get_size())
+    throw dnnl::error(dnnl_invalid_arguments, "temp_alias: no temporary of this kernel at least that large");
+  return placeholder(Kind::kTemp, slots_[slot].index, md);
+}
+
 memory DnnlKernel::own(const memory::desc& md) {
   weight_bytes_ += md.get_size();
   return placeholder(Kind::kOwned, -1, md);

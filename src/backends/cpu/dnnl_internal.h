@@ -109,6 +109,9 @@ class DnnlKernel : public StepKernel {
   memory bind_input(int i, const memory::desc& md);
   memory bind_output(int i, const memory::desc& md);
   memory temp(const memory::desc& md);
+  // The bytes of temp t seen through another descriptor md (no larger than t's): a view for a
+  // reorder that writes or reads t with other strides (the space-to-batch convs).
+  memory temp_alias(const memory& t, const memory::desc& md);
   // Where temp m lies in a run's scratch (for an after-step that reads it).
   size_t temp_offset(const memory& m) const { return static_cast<size_t>(slots_[slot_of(m)].index); }
   memory own(const memory::desc& md);
