@@ -119,6 +119,7 @@ class Planner {
   void decide_formats();
   void decide_aliases();
   void decide_slices();
+  std::vector<size_t> prefix_concats(size_t s) const;
   Status make_kernels(bool& redo);
   Status build(std::shared_ptr<Plan>& p);
   bool verbose(int level) const { return std::max(o_.verbose, env_verbose()) >= level; }
@@ -397,12 +398,28 @@ void Planner::decide_slices() {
         backend(s).device().is_cpu() && yd[0] == 1 && (format_[y] == Format::kPlain || (yd.size() == 4 && block > 1));
     int64_t spatial = 1;
     for (size_t i = 2; i < yd.size(); ++i) spatial *= yd[i];
+    // Dense slices also serve the Concats whose inputs are a prefix of this one's (DenseNet: layer
+    // k reads cat(x0, y1 .. yk), the block's last Concat cat(x0, y1 .. yK)): at batch 1 each is the
+    // channel prefix of the wide value, the same bytes, so its Concat is skipped too. Not when a
+    // reader takes such a prefix in place (it would write into the wide value), or reads it after
+    // a reader of the wide value took that in place.
+    const std::vector<size_t> prefixes = dense ? prefix_concats(s) : std::vector<size_t>{};
+    auto used_here = [&](int x) {  // read once by this Concat, else only by its prefix Concats
+      int here = 0;
+      for (const Use& u : users_[x]) {
+        if (u.step == s)
+          ++here;
+        else if (std::find(prefixes.begin(), prefixes.end(), u.step) == prefixes.end())
+          return false;
+      }
+      return here == 1;
+    };
     std::vector<std::pair<int, size_t>> at;  // per input: (producer step, output slot)
     std::vector<int64_t> offsets;
     int64_t offset = 0;
     for (int x : n.inputs) {
       const int p = x >= 0 ? producer_[x] : -1;
-      if (p < 0 || infos_[x].value || steps_[p].dynamic || g_.is_graph_output(x) || users_[x].size() != 1 ||
+      if (p < 0 || infos_[x].value || steps_[p].dynamic || g_.is_graph_output(x) || !used_here(x) ||
           format_[x] != format_[y] || backend(p).device() != backend(s).device() ||
           !format_in(steps_[s].sup.input_formats[at.size()], format_[x]))
         break;
@@ -426,8 +443,47 @@ void Planner::decide_slices() {
         slice_[at[i].first][at[i].second] = ChannelSlice{channels, offsets[i]};
       in_slice_[n.inputs[i]] = y;
     }
+    for (size_t q : prefixes) {
+      in_slice_[g_.nodes[steps_[q].node].outputs[0]] = y;  // at offset 0
+      elided_[q] = 1;
+    }
     elided_[s] = 1;
   }
+}
+
+// The Concat steps (other than s, not yet skipped) whose inputs are the first inputs of s's, in
+// the same order, and whose output is a channel prefix of s's in the same format that nothing
+// writes into: on the host at batch 1 each is then the same bytes as the start of s's output.
+std::vector<size_t> Planner::prefix_concats(size_t s) const {
+  const Node& n = g_.nodes[steps_[s].node];
+  const int y = n.outputs[0];
+  // Readers of the wide value that write into it, by step: a prefix must be read before them.
+  size_t first_writer = SIZE_MAX;
+  for (const Use& u : users_[y])
+    for (int a : alias_[u.step])
+      if (a == static_cast<int>(u.slot)) first_writer = std::min(first_writer, u.step);
+  std::vector<size_t> r;
+  for (const Use& u0 : n.inputs.empty() || n.inputs[0] < 0 ? std::vector<Use>{} : users_[n.inputs[0]]) {
+    const size_t q = u0.step;
+    if (q == s || u0.slot != 0 || elided_[q] || steps_[q].dynamic || !steps_[q].sup.concat_in_place) continue;
+    const Node& m = g_.nodes[steps_[q].node];
+    if (m.op_type != n.op_type || m.domain != n.domain || m.outputs.size() != 1 || m.inputs.empty() ||
+        m.inputs.size() >= n.inputs.size() || !std::equal(m.inputs.begin(), m.inputs.end(), n.inputs.begin()) ||
+        backend(q).device() != backend(s).device())
+      continue;
+    const int c = m.outputs[0];
+    if (c < 0 || g_.is_graph_output(c) || format_[c] != format_[y] || !infos_[c].shape.fully_known() ||
+        backend(q).value_bytes(infos_[c], format_[c]) !=
+            static_cast<size_t>(infos_[c].shape.numel()) * dtype_size(infos_[c].dtype))
+      continue;
+    bool ok = true;
+    for (const Use& u : users_[c]) {
+      ok = ok && u.step < first_writer;
+      for (int a : alias_[u.step]) ok = ok && a != static_cast<int>(u.slot);
+    }
+    if (ok && std::find(r.begin(), r.end(), q) == r.end()) r.push_back(q);
+  }
+  return r;
 }
 
 std::string key_of(size_t s, size_t b, const StepRequest& r) {
