@@ -472,7 +472,9 @@ std::vector<size_t> Planner::prefix_concats(size_t s) const {
         backend(q).device() != backend(s).device())
       continue;
     const int c = m.outputs[0];
+    // (Not one of s's inputs: it would be a slice of s at another offset too.)
     if (c < 0 || g_.is_graph_output(c) || format_[c] != format_[y] || !infos_[c].shape.fully_known() ||
+        std::find(n.inputs.begin(), n.inputs.end(), c) != n.inputs.end() ||
         backend(q).value_bytes(infos_[c], format_[c]) !=
             static_cast<size_t>(infos_[c].shape.numel()) * dtype_size(infos_[c].dtype))
       continue;
