@@ -434,7 +434,8 @@ const Family* family_of(const StepRequest& req) {
       mm{matmul_query, matmul_create}, pool{pool_query, pool_create, true}, bn{bn_query, bn_create},
       elt{eltwise_query, eltwise_create}, bin{binary_query, binary_create}, sm{softmax_query, softmax_create},
       cat{concat_query, concat_create}, qconv{qconv_query, qconv_create, true},
-      resize{resize_query, resize_create, true}, tr{transpose_query, transpose_create};
+      resize{resize_query, resize_create, true}, tr{transpose_query, transpose_create},
+      ln{layernorm_query, layernorm_create};
   const OpKernel* op = req.op;
   if (dynamic_cast<const QConvOp*>(op)) return &qconv;
   if (dynamic_cast<const ConvOp*>(op)) return &conv;
@@ -451,6 +452,7 @@ const Family* family_of(const StepRequest& req) {
   if (onnx && n.op_type == "MatMul") return &mm;
   if (onnx && n.op_type == "Resize") return &resize;
   if (onnx && n.op_type == "Transpose") return &tr;
+  if ((onnx || n.domain == "com.infera") && n.op_type == "LayerNormalization") return &ln;
   if (onnx &&
       (n.op_type == "Exp" || n.op_type == "Log" || n.op_type == "Sqrt" || n.op_type == "Abs" || n.op_type == "Neg"))
     return &elt;

@@ -1,6 +1,6 @@
 // The oneDNN CPU backend. Conv/FusedConv, ConvTranspose, Gemm/FusedGemm, MatMul, pools,
-// BatchNormalization, activations, binary ops, Softmax and Concat on float32, in the plain
-// format and (4-D activations) in oneDNN's blocked format nChw16c (AVX-512) / nChw8c. It
+// BatchNormalization, LayerNormalization, activations, binary ops, Softmax and Concat on float32,
+// in the plain format and (4-D activations) in oneDNN's blocked format nChw16c (AVX-512) / nChw8c. It
 // declines what oneDNN would run with its own reference implementation (ours is faster) and
 // gives every primitive a user-managed scratchpad in the run context's scratch memory.
 #pragma once

@@ -233,6 +233,10 @@ std::unique_ptr<DnnlKernel> transpose_create(const StepRequest& req);
 // Resize (dnnl_resize.cpp: our own loop, not oneDNN's resampling): takes the int64 sizes input.
 Support resize_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> resize_create(const StepRequest& req);
+// LayerNormalization (dnnl_layernorm.cpp: our own loop, statistics in double as the reference's):
+// the trailing dims from `axis` on, plain format, Scale / B constant or not, Mean / InvStdDev too.
+Support layernorm_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> layernorm_create(const StepRequest& req);
 // int8 (dnnl_qconv.cpp): takes int8/uint8/int32 values, not float32. Where oneDNN's int8 convolution
 // is not exact (no VNNI: it halves the weights against int16 saturation), QConv runs as an fp32
 // convolution of the same integers, exact while every partial sum stays below 2^24.
