@@ -209,6 +209,9 @@ OutputAs output_as(DnnlKernel& k, int slot, const memory::desc& given, const mem
 // backend and turned into a decline).
 Support conv_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req);
+// Grouped convs of 8 input and 8 output channels per group in nChw16c on AVX-512 (dnnl_group_conv.cpp: our
+// own loop, no reorders); null where it does not take the conv (conv_create then plans oneDNN's).
+std::unique_ptr<DnnlKernel> group8_conv_create(const StepRequest& req);
 Support deconv_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> deconv_create(const StepRequest& req);
 Support gemm_query(const StepRequest& req);
