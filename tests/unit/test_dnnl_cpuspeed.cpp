@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "backend_harness.h"
@@ -266,11 +267,12 @@ TEST(DnnlConv, GroupsOfEightRunOurKernel) {
   };
   uint32_t seed = 8600;
   int taken = 0;
-  for (const G8Shape& s : shapes)
+  for (size_t i = 0; i < std::size(shapes); ++i)
     for (int v = 0; v < 2; ++v) {
-      // Alternately a plain Conv with bias and a FusedConv + Relu without one (and the other way round
-      // on the next shape).
-      const bool fused = (v + taken / 2) % 2 == 1;
+      // Per shape, with and without bias; a plain Conv with bias and a FusedConv + Relu without, on
+      // the next shape the other way round.
+      const G8Shape& s = shapes[i];
+      const bool fused = (v + i) % 2 == 1;
       OpCase c = group8_case(s.x, s.kh, s.kw, s.pads, s.strides, seed, fused ? "Relu" : "", v == 0);
       seed += 4;
       const std::string what = g8_what(c, fused ? "+ Relu" : "");
