@@ -175,6 +175,24 @@ TEST(ConcatInPlace, CopiesWhenAnInputDoesNotQualify) {
   }
 }
 
+// A constant of dims filled with seeded values in [-0.5, 0.5).
+void add_weights(test::ModelBuilder& mb, const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
+  Tensor t = test::random_tensor(dims, seed, -0.5f, 0.5f);
+  mb.floats(name, dims, std::vector<float>(t.data_as<float>(), t.data_as<float>() + t.numel()));
+}
+
+// Two runs of each session on input x (the second reuses the plan) give the same output.
+void expect_same_runs(Session& got, Session& want, const Tensor& x, const std::string& what) {
+  for (int r = 0; r < 2; ++r) {
+    auto a = got.run({{"x", x}});
+    auto b = want.run({{"x", x}});
+    ASSERT_TRUE(a.is_ok() && b.is_ok()) << what;
+    ASSERT_EQ(a.value()[0].numel(), b.value()[0].numel());
+    for (int64_t k = 0; k < a.value()[0].numel(); ++k)
+      ASSERT_NEAR(a.value()[0].data_as<float>()[k], b.value()[0].data_as<float>()[k], 1e-4) << what << " at " << k;
+  }
+}
+
 // Dense slices on the oneDNN backend: at batch 1 a channel slice of a plain or blocked (16-channel
 // aligned) value is a dense tensor at a byte offset, so convs write their Concat's output unaware
 // and the Concat is skipped (32 + 16 channels: nChw16c; 24 + 16: plain, as oneDNN's blocked Concat
@@ -187,8 +205,7 @@ TEST(ConcatInPlace, DenseSlicesAtBatchOneOnTheHost) {
       mb.input("x", {n, 16, 8, 8});
       mb.output("out");
       auto weights = [&](const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
-        Tensor t = test::random_tensor(dims, seed, -0.5f, 0.5f);
-        mb.floats(name, dims, std::vector<float>(t.data_as<float>(), t.data_as<float>() + t.numel()));
+        add_weights(mb, name, std::move(dims), seed);
       };
       weights("Wa", {16, 16, 1, 1}, 1), weights("Wb", {cb, 16, 3, 3}, 2), weights("Wc", {16, 16 + cb, 1, 1}, 3);
       mb.node("Conv", {"x", "Wa"}, {"a"});
@@ -207,15 +224,7 @@ TEST(ConcatInPlace, DenseSlicesAtBatchOneOnTheHost) {
         if (s.op == "Concat") impl = s.impl;
       const std::string what = "batch " + std::to_string(n) + ", " + std::to_string(cb) + " + 16 channels";
       EXPECT_EQ(impl.find("in place") != std::string::npos, n == 1) << what << ": " << impl;
-      const Tensor x = test::random_tensor({n, 16, 8, 8}, 7, -2, 2);
-      for (int r = 0; r < 2; ++r) {  // a second run reuses the plan
-        auto a = dnnl.value()->run({{"x", x}});
-        auto b = ref.value()->run({{"x", x}});
-        ASSERT_TRUE(a.is_ok() && b.is_ok()) << what;
-        ASSERT_EQ(a.value()[0].numel(), b.value()[0].numel());
-        for (int64_t k = 0; k < a.value()[0].numel(); ++k)
-          ASSERT_NEAR(a.value()[0].data_as<float>()[k], b.value()[0].data_as<float>()[k], 1e-4) << what << " at " << k;
-      }
+      expect_same_runs(*dnnl.value(), *ref.value(), test::random_tensor({n, 16, 8, 8}, 7, -2, 2), what);
     }
 }
 
@@ -231,8 +240,7 @@ TEST(ConcatInPlace, DenseBlockPrefixConcatsShareTheLastOnesBuffer) {
       mb.input("x", {n, 16, 8, 8});
       mb.output("out");
       auto weights = [&](const std::string& name, std::vector<int64_t> dims, uint32_t seed) {
-        Tensor t = test::random_tensor(dims, seed, -0.5f, 0.5f);
-        mb.floats(name, dims, std::vector<float>(t.data_as<float>(), t.data_as<float>() + t.numel()));
+        add_weights(mb, name, std::move(dims), seed);
       };
       weights("W0", {16, 16, 1, 1}, 1), weights("W1", {16, 16, 3, 3}, 2), weights("W2", {16, 32, 3, 3}, 3);
       weights("W3", {16, 48, 1, 1}, 4), weights("Wz", {32, 16, 1, 1}, 5);
@@ -260,15 +268,7 @@ TEST(ConcatInPlace, DenseBlockPrefixConcatsShareTheLastOnesBuffer) {
       // Batch 1 without an in-place reader: all three skipped; otherwise none (x0 is read by a
       // Concat that must copy, so the last one cannot take its inputs as slices either).
       EXPECT_EQ(skipped, n == 1 && !residual ? 3 : 0) << what;
-      const Tensor x = test::random_tensor({n, 16, 8, 8}, 7, -2, 2);
-      for (int r = 0; r < 2; ++r) {  // a second run reuses the plan
-        auto a = dnnl.value()->run({{"x", x}});
-        auto b = ref.value()->run({{"x", x}});
-        ASSERT_TRUE(a.is_ok() && b.is_ok()) << what;
-        ASSERT_EQ(a.value()[0].numel(), b.value()[0].numel());
-        for (int64_t k = 0; k < a.value()[0].numel(); ++k)
-          ASSERT_NEAR(a.value()[0].data_as<float>()[k], b.value()[0].data_as<float>()[k], 1e-4) << what << " at " << k;
-      }
+      expect_same_runs(*dnnl.value(), *ref.value(), test::random_tensor({n, 16, 8, 8}, 7, -2, 2), what);
     }
 }
 
