@@ -135,8 +135,11 @@ Status SessionImpl::init(Graph g, const SessionOptions& o) {
   }();
   max_contexts = o.max_run_contexts > 0 ? static_cast<size_t>(o.max_run_contexts) : hw;
   if (o.precision == Precision::kInt8 || o.precision == Precision::kMixed)
-    return Status::error(StatusCode::kUnsupported, std::string("precision ") + precision_name(o.precision) +
-                                                       " is not available yet (fp32; fp16 on a GPU)");
+    return Status::error(StatusCode::kUnsupported,
+                         std::string("precision ") + precision_name(o.precision) +
+                             " needs calibration data, which a session cannot guess: quantize the model first "
+                             "(infera quantize MODEL --calibration DATA -o OUT.onnx [--precision mixed]) and run "
+                             "OUT.onnx, whose quantized layers run in int8 (a session runs fp32; fp16 on a GPU)");
   if (o.precision == Precision::kFp16 && !o.device.is_gpu())
     return Status::error(StatusCode::kUnsupported, "precision fp16 runs on a GPU (device gpu); the CPU runs fp32");
   // The device's backends first, then the CPU's: steps no GPU kernel takes run there, with the

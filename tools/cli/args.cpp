@@ -302,7 +302,9 @@ std::vector<OptSpec> session_opt_specs() {
       {"--device", "DEV",
        "cpu | gpu | gpu:N (default cpu; `infera doctor` lists the GPUs); run and bench\n"
        "also take a list: gpu:all, gpu:0,1, gpu:0,0 (two engines on one GPU), cpu,cpu"},
-      {"--precision", "P", "fp32 | fp16 (fp16: GPU only; default fp32; int8 and mixed are not\nimplemented yet)"},
+      {"--precision", "P",
+       "fp32 | fp16 (fp16: GPU only; default fp32); int8 / mixed: run the file `infera\n"
+       "quantize` writes (it needs calibration data), whose quantized layers run in int8"},
       {"--graph", "MODE", "GPU graphs: on | off | auto (default auto = on for static plans)"},
       {"--tf32", "", "GPU: allow TF32 matrix math for fp32 (default off: fp32 is fp32)"},
       {"--no-vendor-libs", "", "GPU: infera's own kernels only, no cuDNN / cuBLASLt candidates"},
