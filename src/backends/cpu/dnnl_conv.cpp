@@ -274,12 +274,15 @@ std::vector<double> time_convs(const std::vector<TimedConv>& cands, bool bias, i
     if (md.get_size()) std::memset(m.get_data_handle(), 0, md.get_size());
     return m;
   };
-  auto reorder_step = [](const memory& from, const memory& to) {
-    return std::pair<primitive, std::unordered_map<int, memory>>{
-        dnnl::reorder(reorder::primitive_desc(engine(), from.get_desc(), engine(), to.get_desc())),
-        {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}};
+  // With a scratchpad of its own, as every primitive of the backend (user_scratchpad).
+  auto reorder_step = [&](const memory& from, const memory& to) {
+    const reorder::primitive_desc pd(engine(), from.get_desc(), engine(), to.get_desc(), user_scratchpad());
+    std::unordered_map<int, memory> a{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    if (pd.scratchpad_desc().get_size()) a[DNNL_ARG_SCRATCHPAD] = zeroed(pd.scratchpad_desc());
+    return std::pair<primitive, std::unordered_map<int, memory>>{dnnl::reorder(pd), a};
   };
   std::vector<std::vector<std::pair<primitive, std::unordered_map<int, memory>>>> cs;
+  std::vector<memory> owners;  // the whole images the phase views point into (views do not own)
   std::vector<double> best(cands.size(), DBL_MAX);
   try {
     for (const TimedConv& t : cands) {
@@ -292,7 +295,8 @@ std::vector<double> time_convs(const std::vector<TimedConv>& cands, bool bias, i
       cs.emplace_back();
       if (t.phases) {
         const SpaceToBatch& s = *t.phases;
-        const memory x = zeroed(md_of(t.x, t.ls)), y = zeroed(md_of(t.y, t.ld));
+        const memory x = owners.emplace_back(zeroed(md_of(t.x, t.ls)));
+        const memory y = owners.emplace_back(zeroed(md_of(t.y, t.ld)));
         auto view = [&](const memory& m, const Dims& whole, Format f, bool batched) {
           return memory(phase_view(whole, s.dh, s.dw, f, batched), engine(), m.get_data_handle());
         };
