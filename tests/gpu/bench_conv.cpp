@@ -115,8 +115,10 @@ double bench_s8(const Layer& l, int batch, const DeviceInfo& dev, gpuStream_t st
   t.acc_bound = qconv_acc_bound(ones.data(), 1, static_cast<int64_t>(ones.size()), bias.data(), 0);
   double best = -1;
   for (const Candidate& c : qconv_candidates(s, dev)) {
+    DevBuf ws(c.workspace_bytes);
+    t.ws = ws.ptr, t.ws_bytes = ws.bytes;
     const double ms = time_launch([&](gpuStream_t q) { return qconv_forward(s, c, t, q); }, st);
-    std::fprintf(csv, "%s,%d,%d,%s,%d,%.5f,%.2f\n", l.name.c_str(), l.count, batch, c.name, 1, ms,
+    std::fprintf(csv, "%s,%d,%d,%s,%d,%.5f,%.2f\n", l.name.c_str(), l.count, batch, c.name, c.splits, ms,
                  ms > 0 ? flops / ms / 1e9 : 0.0);
     if (ms > 0 && (best < 0 || ms < best)) best = ms, best_name = c.name;
   }

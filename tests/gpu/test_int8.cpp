@@ -129,9 +129,11 @@ void run_qcase(Ctx& ctx, QCase cc) {
   }
   const size_t ybytes = static_cast<size_t>(npix_out * yps);
   for (const Candidate& c : cands) {
-    DevBuf dy(ybytes + 16);
+    DevBuf dy(ybytes + 16), dsplit(c.workspace_bytes);
     check_gpu(gpuMemsetAsync(dy.ptr, 0x5a, dy.bytes, ctx.stream), "memset");
+    if (dsplit.bytes) check_gpu(gpuMemsetAsync(dsplit.ptr, 0x7f, dsplit.bytes, ctx.stream), "memset");
     QConvTensors t;
+    t.ws = dsplit.ptr, t.ws_bytes = dsplit.bytes;
     t.x = {dx.ptr, s.x_pixel_stride, 0};
     t.w = static_cast<const int8_t*>(dw.ptr);
     t.y = {dy.ptr, yps, cc.y_off};
@@ -256,6 +258,23 @@ void run_qconv(Ctx& ctx) {
     QCase* c = add("3x3 p1 unknown bound, residual", qshape(2, 8, 8, 32, 48, 3, 1, 1));
     c->unknown_bound = true;
     c->s.has_residual = true;
+  }
+  // Deep layers at batch 1: grids of a few blocks, where the split-K variant is offered (int32
+  // partials summed in a second pass, then the epilogue: with a residual and uint8 y, with an input
+  // zero point, into a channel slice of y).
+  {
+    QCase* c = add("3x3 p1 256->128 7x7 split-K, residual, uint8 y", qshape(1, 7, 7, 256, 128, 3, 1, 1));
+    c->s.has_residual = true;
+    c->s.y_uint8 = true;
+  }
+  {
+    QCase* c = add("3x3 no pad 128->72 split-K, x zero point", qshape(1, 9, 9, 128, 72, 3, 1, 0));
+    c->s.x_zero_point = -9;
+  }
+  {
+    QCase* c = add("1x1 1024->200 split-K, y slice", qshape(1, 4, 4, 1024, 200, 1, 1, 0));
+    c->y_off = 8;
+    c->y_extra = 16;
   }
   // An RGB stem after the space-to-depth the backend applies (gpu_conv.cpp): 4x4, C = 16, stride 1.
   add("4x4 C16 stem after space-to-depth", qshape(2, 19, 19, 16, 64, 4, 1, 0));

@@ -623,7 +623,8 @@ class QConvKernel : public GpuKernel {
     return choose(req);
   }
 
-  size_t scratch_bytes() const override { return pad_bytes_; }
+  // The stem's transform or the channel-padded input first (aligned), then a split-K workspace.
+  size_t scratch_bytes() const override { return align256(pad_bytes_) + choice_.workspace_bytes(); }
 
   Status run(ComputeContext& ctx) const override {
     const void* x = ctx.in(0).data;
@@ -637,6 +638,8 @@ class QConvKernel : public GpuKernel {
       x = ctx.res.scratch;
     }
     gpu::QConvTensors t = tensors(x, ctx.out(0).data, p_.shape.has_residual ? ctx.in(3).data : nullptr);
+    t.ws = static_cast<char*>(ctx.res.scratch) + align256(pad_bytes_);
+    t.ws_bytes = ctx.res.scratch_bytes - std::min(ctx.res.scratch_bytes, align256(pad_bytes_));
     INFERA_GPU_OK(ctx.node.label(), gpu::qconv_forward(p_.shape, choice_.ours, t, stream(ctx)));
     return Status::ok();
   }
@@ -669,9 +672,13 @@ class QConvKernel : public GpuKernel {
     auto x = sc.get(cfg_.dev.index, static_cast<size_t>(s.n) * s.h * s.w * s.c);
     auto y = sc.get(cfg_.dev.index, ybytes);
     auto z = sc.get(cfg_.dev.index, s.has_residual ? ybytes : 1);
-    if (!x.is_ok() || !y.is_ok() || !z.is_ok())
+    size_t wsb = 0;
+    for (const auto& cd : cands) wsb = std::max(wsb, cd.workspace_bytes);
+    auto w = sc.get(cfg_.dev.index, std::max<size_t>(wsb, 1));
+    if (!x.is_ok() || !y.is_ok() || !z.is_ok() || !w.is_ok())
       return Status::error(StatusCode::kOutOfMemory, "gpu: no device memory to time the int8 conv kernels");
-    const gpu::QConvTensors t = tensors(x.value(), y.value(), s.has_residual ? z.value() : nullptr);
+    gpu::QConvTensors t = tensors(x.value(), y.value(), s.has_residual ? z.value() : nullptr);
+    t.ws = w.value(), t.ws_bytes = wsb;
     choice_.device = cfg_.dev.index;
     char shape[256];
     std::snprintf(shape, sizeof shape, "n%d c%d h%d w%d k%d r%d s%d st%dx%d p%d,%d,%d,%d d%dx%d xz%d", s.n, s.c, s.h,

@@ -163,6 +163,10 @@ struct QConvTensors {
   // epilogue requantizes in float with the double path only near rounding boundaries, else every
   // element in double (s8_igemm.h).
   int64_t acc_bound = -1;
+  // Split-K candidates (Candidate::splits > 1): the int32 partials, Candidate::workspace_bytes,
+  // 16-byte aligned (int32 sums in any order are exact: the result equals the unsplit kernel's).
+  void* ws = nullptr;
+  size_t ws_bytes = 0;
 };
 // The bound above for int8 weights [k][per_k] (any layout of one filter's elements), int32 bias [k]
 // or null, and the input's zero point.

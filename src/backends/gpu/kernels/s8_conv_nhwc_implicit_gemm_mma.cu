@@ -4,7 +4,9 @@
 // k and a kTileK row 64 (C must be even; the vector gathers need C % 16 == 0). arch::WarpMmaS8
 // multiplies (mma.sync m16n8k32 s8 / MFMA i32_32x32x8i8 / sdot4). The epilogue stages the int32
 // tile through shared memory and requantizes 8 consecutive channels per thread (s8_igemm.h: float
-// where provably equal to the reference's double, double at rounding boundaries), bit-exact.
+// where provably equal to the reference's double, double at rounding boundaries), bit-exact. The
+// split-K variant (grids too small to fill the device: batch 1) writes each split's int32 partials
+// to the workspace and a second pass sums them (exact) and requantizes.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -26,7 +28,7 @@ struct Swz32 {
   __device__ static int at(int row, int chunk) { return swz(row, chunk); }
 };
 
-template <int BM, int BN, int NT, int STAGES, int MODE>
+template <int BM, int BN, int NT, int STAGES, int MODE, bool SPLIT>
 __global__ void __launch_bounds__(NT) igemm_s8_kernel(const IgemmParams p, const QEpi q) {
   extern __shared__ uint4 igemm_smem[];
   uint16_t* smem = reinterpret_cast<uint16_t*>(igemm_smem);
@@ -36,12 +38,14 @@ __global__ void __launch_bounds__(NT) igemm_s8_kernel(const IgemmParams p, const
   const int wm = warp / L::kWarpsN, wn = warp % L::kWarpsN;
   const int tile = blockIdx.x, nt = tile % p.n_tiles, mt = tile / p.n_tiles;
   const int m0 = mt * BM, n0 = nt * BN;
-  const int nk = p.kt;
+  const int split = SPLIT ? blockIdx.y : 0;
+  const int kt0 = SPLIT ? split * p.kt_per_split : 0;
+  const int nk = SPLIT ? (kt0 + p.kt_per_split < p.kt ? kt0 + p.kt_per_split : p.kt) - kt0 : p.kt;
 
   ALoader<BM, NT, MODE, kTileK, Swz32> la;
   BLoader<BN, NT, MODE, kTileK, Swz32> lb;
-  la.init(p, 0, m0, 0, tid);
-  lb.init(p, 0, n0, 0, tid);
+  la.init(p, 0, m0, kt0, tid);
+  lb.init(p, 0, n0, kt0, tid);
 
 #pragma unroll
   for (int st = 0; st < STAGES - 1; ++st) {
@@ -76,7 +80,7 @@ __global__ void __launch_bounds__(NT) igemm_s8_kernel(const IgemmParams p, const
   constexpr int kSlab = slab_rows(BM, BN, STAGES * (BM + BN) * kTileK * 2);
   constexpr int kVecsPerRow = BN / 8;
   static_assert(NT % kVecsPerRow == 0, "an epilogue thread must keep its 8 channels");
-  const QChan8 ch = load_chan8(q, p.kn, n0 + (tid % kVecsPerRow) * 8);
+  const QChan8 ch = SPLIT ? QChan8{} : load_chan8(q, p.kn, n0 + (tid % kVecsPerRow) * 8);
   for (int lo = 0; lo < BM; lo += kSlab) {
     if (lo) __syncthreads();
     mma.store(ctile, kPitch, wm * L::kWM, wn * L::kWN, lo, kSlab, lane);
@@ -87,35 +91,70 @@ __global__ void __launch_bounds__(NT) igemm_s8_kernel(const IgemmParams p, const
       if (m >= p.m || nn >= p.kn) continue;
       const int4* src = reinterpret_cast<const int4*>(ctile + row * kPitch + c8 * 8);
       const int4 a = src[0], b = src[1];
-      const int acc[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-      requant_store8(q, ch, p.kn, m, nn, acc);
+      if (SPLIT) {
+        int4* dst = reinterpret_cast<int4*>(reinterpret_cast<int*>(p.ws) +
+                                            (static_cast<int64_t>(split) * p.m + m) * p.kn_pad + nn);
+        dst[0] = a;
+        dst[1] = b;
+      } else {
+        const int acc[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+        requant_store8(q, ch, p.kn, m, nn, acc);
+      }
     }
   }
 }
 
-template <int BM, int BN, int NT, int MODE>
+// Split-K second pass: the int32 partials of 8 channels summed, then the requantize epilogue.
+__global__ void igemm_s8_splitk_reduce_kernel(const IgemmParams p, const QEpi q) {
+  const int kv = p.kn_pad / 8;
+  const int64_t total = static_cast<int64_t>(p.m) * kv, slice = static_cast<int64_t>(p.m) * p.kn_pad;
+  const int* ws = reinterpret_cast<const int*>(p.ws);
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int nn = static_cast<int>(i % kv) * 8, m = static_cast<int>(i / kv);
+    if (nn >= p.kn) continue;
+    int acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const int* src = ws + static_cast<int64_t>(m) * p.kn_pad + nn;
+    for (int sp = 0; sp < p.splits; ++sp) {
+      const int4 a = reinterpret_cast<const int4*>(src + sp * slice)[0];
+      const int4 b = reinterpret_cast<const int4*>(src + sp * slice)[1];
+      acc[0] += a.x, acc[1] += a.y, acc[2] += a.z, acc[3] += a.w, acc[4] += b.x, acc[5] += b.y, acc[6] += b.z,
+          acc[7] += b.w;
+    }
+    requant_store8(q, load_chan8(q, p.kn, nn), p.kn, m, nn, acc);
+  }
+}
+
+template <int BM, int BN, int NT, int MODE, bool SPLIT>
 Status launch(const IgemmParams& p, const QEpi& q, gpuStream_t stream) {
   constexpr int kStages = arch::kIgemmStages;
   constexpr int kSmem = kStages * (BM + BN) * kTileK * 2;
   static_assert(kSmem <= arch::kMaxSmemBytes, "tile too large for shared memory");
   static std::atomic<uint64_t> smem_done{0};
-  auto* kernel = igemm_s8_kernel<BM, BN, NT, kStages, MODE>;
+  auto* kernel = igemm_s8_kernel<BM, BN, NT, kStages, MODE, SPLIT>;
   Status st = ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), kSmem, smem_done);
   if (!st.ok()) return st;
   const int64_t tiles = ceil_div(p.m, BM) * p.n_tiles;
-  if (tiles > 0x7fffffff) return {"qconv: grid too large"};
-  kernel<<<dim3(static_cast<unsigned>(tiles), 1), NT, kSmem, stream>>>(p, q);
+  if (tiles > 0x7fffffff || p.splits > 65535) return {"qconv: grid too large"};
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(SPLIT ? p.splits : 1));
+  kernel<<<grid, NT, kSmem, stream>>>(p, q);
   GPU_LAUNCH_CHECK();
+  if (SPLIT) {
+    const int64_t vecs = static_cast<int64_t>(p.m) * (p.kn_pad / 8);
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(vecs, 256), 4096));
+    igemm_s8_splitk_reduce_kernel<<<blocks, 256, 0, stream>>>(p, q);
+    GPU_LAUNCH_CHECK();
+  }
   return {};
 }
 
-template <int BM, int BN, int NT, bool SCALAR>
+template <int BM, int BN, int NT, bool SCALAR, bool SPLIT = false>
 Status launch_modes(IgemmMode mode, const IgemmParams& p, const QEpi& q, gpuStream_t stream) {
   switch (mode) {
-    case kIgemmVec1x1: return launch<BM, BN, NT, kIgemmVec1x1>(p, q, stream);
-    case kIgemmVec: return launch<BM, BN, NT, kIgemmVec>(p, q, stream);
+    case kIgemmVec1x1: return launch<BM, BN, NT, kIgemmVec1x1, SPLIT>(p, q, stream);
+    case kIgemmVec: return launch<BM, BN, NT, kIgemmVec, SPLIT>(p, q, stream);
     case kIgemmScalar:
-      if constexpr (SCALAR) return launch<BM, BN, NT, kIgemmScalar>(p, q, stream);
+      if constexpr (SCALAR) return launch<BM, BN, NT, kIgemmScalar, SPLIT>(p, q, stream);
       break;
   }
   return {"qconv: this tile has no scalar-gather variant (C or strides not multiples of 16)"};
@@ -124,14 +163,28 @@ Status launch_modes(IgemmMode mode, const IgemmParams& p, const QEpi& q, gpuStre
 struct S8Config {
   KernelId id;
   int bm, bn;
-  bool scalar;
+  bool scalar, split = false;
 };
 constexpr S8Config kConfigs[] = {
     {KernelId::s8_conv_nhwc_implicit_gemm_mma_256x128, 256, 128, false},
     {KernelId::s8_conv_nhwc_implicit_gemm_mma_128x128, 128, 128, false},
     {KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64, 128, 64, true},
     {KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64, 64, 64, true},
+    {KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64_splitk, 64, 64, true, true},
 };
+
+// The split count of the split-K variant for this shape (as the fp16 kernels pick theirs: about two
+// waves of blocks, >= 4 k-tiles per split), 1 where the grid fills the device already.
+int s8_splits(const S8Config& c, const QConvShape& s, const DeviceInfo& dev) {
+  const IgemmConfig ic{c.id, c.bm, c.bn, 128, true, c.scalar};
+  IgemmParams p;  // what the pick reads: the GEMM's sizes (int8 pairs as halves, as half_view)
+  p.m = s.n * s.p() * s.q(), p.kn = s.k, p.kgemm = s.r * s.s * s.c / 2, p.z = 1;
+  return igemm_pick_splits(ic, p, dev);
+}
+
+size_t s8_split_workspace(const QConvShape& s, int splits) {
+  return static_cast<size_t>(splits) * s.n * s.p() * s.q() * ceil_div(s.k, 8) * 8 * sizeof(int32_t);
+}
 
 }  // namespace
 
@@ -203,6 +256,12 @@ std::vector<Candidate> qconv_candidates(const QConvShape& s, const DeviceInfo& d
       if (dev.smem_optin > 0 && smem > static_cast<size_t>(dev.smem_optin)) continue;
       out.push_back({c.id, kernel_info(c.id).name, 0, 1});
     }
+  // Split-K where the grid leaves most multiprocessors idle (the deep layers at batch 1).
+  for (const S8Config& c : kConfigs)
+    if (c.split && (vec || c.scalar)) {
+      const int splits = s8_splits(c, s, dev);
+      if (splits > 1) out.push_back({c.id, kernel_info(c.id).name, s8_split_workspace(s, splits), splits});
+    }
   return out;
 }
 
@@ -222,6 +281,17 @@ Status qconv_forward(const QConvShape& s, const Candidate& c, const QConvTensors
   for (const S8Config& cfg : kConfigs) {
     if (cfg.id != c.id) continue;
     p.n_tiles = static_cast<int>(ceil_div(p.kn, cfg.bn));
+    if (cfg.split) {
+      p.splits = c.splits;
+      p.kt_per_split = static_cast<int>(ceil_div(p.kt, std::max(1, p.splits)));
+      p.kn_pad = static_cast<int>(ceil_div(p.kn, 8) * 8);
+      if (p.splits < 2 || ceil_div(p.kt, p.kt_per_split) != p.splits)
+        return {"qconv: the split-K variant needs a split count that leaves no split empty"};
+      if (!t.ws || t.ws_bytes < s8_split_workspace(s, p.splits)) return {"qconv: split-K workspace too small"};
+      if (reinterpret_cast<uintptr_t>(t.ws) % 16) return {"qconv: split-K workspace not 16-byte aligned"};
+      p.ws = static_cast<float*>(t.ws);  // holds int32 partials
+      return launch_modes<64, 64, 128, true, true>(mode, p, q, stream);
+    }
     switch (cfg.id) {
       case KernelId::s8_conv_nhwc_implicit_gemm_mma_256x128:
         return launch_modes<256, 128, 256, false>(mode, p, q, stream);
