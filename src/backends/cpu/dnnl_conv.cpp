@@ -441,6 +441,28 @@ ConvPick pick_algorithm(const StepRequest& req, const ConvPlan& p, bool four, Fo
 
 }  // namespace
 
+double max_filter_abs_sum(const Tensor& w) {
+  const int64_t per = w.numel() / std::max<int64_t>(1, w.dims()[0]);
+  double smax = 0;
+  for (int64_t m = 0; m < w.dims()[0]; ++m) {
+    double sum = 0;
+    for (int64_t i = 0; i < per; ++i) sum += std::fabs(static_cast<double>(w.data_as<float>()[m * per + i]));
+    smax = std::max(smax, sum);  // NaN weights: smax stays, but sum is NaN: below
+    if (!(sum <= 1e300)) smax = INFINITY;
+  }
+  return smax;
+}
+
+void carry_conv_bound(DnnlKernel& k, double smax, bool has_bias, float bias_max, bool has_z, const Activation& act) {
+  if (!std::isfinite(smax) || (has_bias && !(bias_max <= FLT_MAX))) return;
+  const float sm = static_cast<float>(smax), mb = has_bias ? bias_max : 0.f;
+  k.set_before([sm, mb, has_z, act](ComputeContext& ctx) {
+    const float mx = ctx.res.in_bound(0), mz = has_z ? ctx.res.in_bound(3) : 0.f;
+    const bool known = mx <= FLT_MAX && mz <= FLT_MAX;
+    ctx.res.set_out_bound(0, known ? activation_bound(act, (mx * sm + mz + mb) * 1.0625f) : RunResources::kNoBound);
+  });
+}
+
 Support conv_query(const StepRequest& req) {
   ConvPlan p;
   if (!plan_conv(req, p)) return Support::no("a conv oneDNN does not take (non-constant W, rank, pads, activation)");
@@ -613,18 +635,7 @@ std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req) {
     out.finish(*k);
   };
   add_steps(pd, true, separate);
-  // max over output channels m of sum |W[m]|: |conv(X)| <= |X| max * smax (+Inf when W is not finite).
-  double smax = 0;
-  {
-    const Tensor& wt = *req.inputs[1]->value;
-    const int64_t per = wt.numel() / std::max<int64_t>(1, wt.dims()[0]);
-    for (int64_t m = 0; m < wt.dims()[0]; ++m) {
-      double sum = 0;
-      for (int64_t i = 0; i < per; ++i) sum += std::fabs(static_cast<double>(wt.data_as<float>()[m * per + i]));
-      smax = std::max(smax, sum);  // NaN weights: smax stays, but sum is NaN: below
-      if (!(sum <= 1e300)) smax = INFINITY;
-    }
-  }
+  const double smax = max_filter_abs_sum(*req.inputs[1]->value);
   const float bias_max = p.has_bias && req.inputs[2]->value ? max_abs(req.inputs[2]->value->data_as<float>(), p.y[1], 1)
                                                             : RunResources::kNoBound;
   if (guarded) {
@@ -688,16 +699,7 @@ std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req) {
     // An activation that keeps NaN (or none: a projection, a downsample, a residual sum; or the
     // NaN-keeping loop): the output's bound follows from the inputs' when the run knows them (no
     // read), so that the guarded convs after it need none (a squeeze-excitation gate's Sigmoid: 1).
-    if (std::isfinite(smax) && (!p.has_bias || bias_max <= FLT_MAX)) {
-      const float sm = static_cast<float>(smax), mb = p.has_bias ? bias_max : 0.f;
-      const bool z = p.has_z;
-      const Activation act = p.loop_act;
-      k->set_before([sm, mb, z, act](ComputeContext& ctx) {
-        const float mx = ctx.res.in_bound(0), mz = z ? ctx.res.in_bound(3) : 0.f;
-        const bool known = mx <= FLT_MAX && mz <= FLT_MAX;
-        ctx.res.set_out_bound(0, known ? activation_bound(act, (mx * sm + mz + mb) * 1.0625f) : RunResources::kNoBound);
-      });
-    }
+    carry_conv_bound(*k, smax, p.has_bias, bias_max, p.has_z, p.loop_act);
   }
   return k;
 }

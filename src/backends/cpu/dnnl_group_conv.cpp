@@ -270,27 +270,11 @@ std::unique_ptr<DnnlKernel> group8_conv_create(const StepRequest& req) {
               wsrc[((m * 8 + (m + r) % 8) * g.KH + ky) * g.KW + kx];
   k->set_impl(std::string("infera group conv 8x8 avx512 (") + (g.fast_kw ? "3-tap rows" : "any taps") + ")");
 
-  // max over output channels m of sum |W[m]|: |conv(X)| <= |X| max * smax (+Inf when W is not finite);
-  // the output's bound from the inputs' (as conv_create's unguarded path), so that the guarded
+  // The output's bound from the inputs' (as conv_create's unguarded path), so that the guarded
   // convs after this one skip their reads.
-  double smax = 0;
-  for (int64_t m = 0; m < M; ++m) {
-    double sum = 0;
-    for (int64_t i = 0; i < 8 * g.KH * g.KW; ++i) sum += std::fabs(static_cast<double>(wsrc[m * 8 * g.KH * g.KW + i]));
-    smax = std::max(smax, sum);
-    if (!(sum <= 1e300)) smax = INFINITY;
-  }
   const float bias_max =
       has_bias && req.inputs[2]->value ? max_abs(req.inputs[2]->value->data_as<float>(), M, 1) : RunResources::kNoBound;
-  if (std::isfinite(smax) && (!has_bias || bias_max <= FLT_MAX)) {
-    const float sm = static_cast<float>(smax), mb = has_bias ? bias_max : 0.f;
-    const Activation act = g.act;
-    k->set_before([sm, mb, has_z, act](ComputeContext& ctx) {
-      const float mx = ctx.res.in_bound(0), mz = has_z ? ctx.res.in_bound(3) : 0.f;
-      const bool known = mx <= FLT_MAX && mz <= FLT_MAX;
-      ctx.res.set_out_bound(0, known ? activation_bound(act, (mx * sm + mz + mb) * 1.0625f) : RunResources::kNoBound);
-    });
-  }
+  carry_conv_bound(*k, max_filter_abs_sum(*req.inputs[1]->value), has_bias, bias_max, has_z, g.act);
 
   k->set_after([g, wpp](ComputeContext& ctx) {
     const float* xp = ctx.in(0).ptr<const float>();

@@ -208,6 +208,13 @@ OutputAs output_as(DnnlKernel& k, int slot, const memory::desc& given, const mem
 // Op families: query (cheap) and create. Create throws dnnl::error on failure (caught by the
 // backend and turned into a decline).
 Support conv_query(const StepRequest& req);
+// max over output channels m of sum |W[m]| of a constant conv weight [M][...]: |conv(X)| <= |X| max
+// times it (+Inf when W is not finite).
+double max_filter_abs_sum(const Tensor& w);
+// A conv kernel whose activation keeps NaN: its output's bound (RunResources) from its inputs' X
+// and Z when the run knows them, |X| max * smax + |Z| max + |B| max with room for rounding, as a
+// before-step (none where smax or a constant bias is not finite).
+void carry_conv_bound(DnnlKernel& k, double smax, bool has_bias, float bias_max, bool has_z, const Activation& act);
 std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req);
 // Grouped convs of 8 input and 8 output channels per group in nChw16c on AVX-512 (dnnl_group_conv.cpp: our
 // own loop, no reorders); null where it does not take the conv (conv_create then plans oneDNN's).
