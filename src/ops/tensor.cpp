@@ -15,6 +15,7 @@ void register_tensor_ops(OpRegistry& r) {
   register_slice_ops(r);
   register_pad_ops(r);
   register_resize_ops(r);
+  register_channel_shuffle_ops(r);
 }
 
 namespace {

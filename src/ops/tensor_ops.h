@@ -9,14 +9,15 @@
 
 namespace infera {
 
-void register_shape_ops(OpRegistry& r);         // shape_ops.cpp: Reshape Flatten Squeeze Unsqueeze Shape Size
-void register_constant_ops(OpRegistry& r);      // constant_ops.cpp: Constant ConstantOfShape Range Dropout
-void register_layout_ops(OpRegistry& r);        // layout.cpp: Transpose Expand Tile DepthToSpace SpaceToDepth
-void register_concat_split_ops(OpRegistry& r);  // concat_split.cpp: Concat Split
-void register_gather_ops(OpRegistry& r);        // gather.cpp: Gather
-void register_slice_ops(OpRegistry& r);         // slice.cpp: Slice
-void register_pad_ops(OpRegistry& r);           // pad.cpp: Pad
-void register_resize_ops(OpRegistry& r);        // resize.cpp: Resize Upsample
+void register_shape_ops(OpRegistry& r);            // shape_ops.cpp: Reshape Flatten Squeeze Unsqueeze Shape Size
+void register_constant_ops(OpRegistry& r);         // constant_ops.cpp: Constant ConstantOfShape Range Dropout
+void register_layout_ops(OpRegistry& r);           // layout.cpp: Transpose Expand Tile DepthToSpace SpaceToDepth
+void register_concat_split_ops(OpRegistry& r);     // concat_split.cpp: Concat Split
+void register_gather_ops(OpRegistry& r);           // gather.cpp: Gather
+void register_slice_ops(OpRegistry& r);            // slice.cpp: Slice
+void register_pad_ops(OpRegistry& r);              // pad.cpp: Pad
+void register_resize_ops(OpRegistry& r);           // resize.cpp: Resize Upsample
+void register_channel_shuffle_ops(OpRegistry& r);  // channel_shuffle.cpp: com.infera.ChannelShuffle
 
 // Concat (kernel in concat_split.cpp): axis as given (may be negative).
 class ConcatOp : public OpKernel {
@@ -26,6 +27,25 @@ class ConcatOp : public OpKernel {
  protected:
   explicit ConcatOp(int64_t axis) : axis_(axis) {}
   int64_t axis_;
+};
+
+// com.infera.ChannelShuffle (made by the fuse_channel_shuffle pass): ShuffleNet's Reshape(X to
+// [N, g, C/g, ...]) -> Transpose(0, 2, 1, 3, ...) -> Reshape(to X's shape), then cut along channels:
+// output k holds shuffled channels [split_0 + .. + split_{k-1}, + split_k). Shuffled channel c is
+// X's channel source_channel(c): in plain NCHW each output channel is one whole plane of X.
+class ChannelShuffleOp : public OpKernel {
+ public:
+  int64_t group() const { return group_; }
+  // Channels per output; empty: one output of all C.
+  const std::vector<int64_t>& split() const { return split_; }
+  static int64_t source_channel(int64_t c, int64_t channels, int64_t group) {
+    return (c % group) * (channels / group) + c / group;
+  }
+
+ protected:
+  ChannelShuffleOp(int64_t group, std::vector<int64_t> split) : group_(group), split_(std::move(split)) {}
+  int64_t group_;
+  std::vector<int64_t> split_;
 };
 
 // One sliced axis of ONNX Slice after clamping: the first index, the step and the element count

@@ -17,6 +17,7 @@ std::vector<std::unique_ptr<Pass>> default_passes() {
   p.push_back(make_fuse_conv_activation());
   p.push_back(make_fuse_layer_norm());
   p.push_back(make_fuse_gelu());
+  p.push_back(make_fuse_channel_shuffle());
   p.push_back(make_eliminate_dead_nodes());
   return p;
 }

@@ -8,6 +8,7 @@
 
 #include "ops/elementwise.h"
 #include "ops/pool.h"
+#include "ops/tensor_ops.h"
 #include "plan/plan.h"
 
 namespace infera {
@@ -59,7 +60,14 @@ bool every_window_meets_the_input(const PoolAttrs& a) {
 BoundRule rule_for(const Plan& p, const PlanStep& st) {
   BoundRule r;
   const Node& n = p.node_of(st);
-  if (st.node < 0 || st.inputs.empty() || !(n.domain.empty() || n.domain == "ai.onnx")) return r;
+  if (st.node < 0 || st.inputs.empty()) return r;
+  if (dynamic_cast<const ChannelShuffleOp*>(n.op.get())) {  // com.infera: every output element is one of X's
+    r.kind = BoundRule::Kind::kMax;
+    r.slots = {0};
+    r.outputs = static_cast<int>(st.outputs.size());
+    return r;
+  }
+  if (!(n.domain.empty() || n.domain == "ai.onnx")) return r;
   const std::string& op = n.op_type;
   auto one = [&](BoundRule::Kind k, float scale = 1.f) {
     r.kind = k;

@@ -93,6 +93,34 @@ TEST(MemOps, Split) {
   check_case(c, "split opset 18 num_outputs (3+2)", kGpu);
 }
 
+// com.infera.ChannelShuffle (fuse_channel_shuffle's node): oneDNN's plane copies, the GPU's strided
+// copies (parts on multiples of the group; the reference's otherwise).
+TEST(MemOps, ChannelShuffle) {
+  uint32_t seed = 3250;
+  struct S {
+    std::vector<int64_t> dims;
+    int64_t group;
+    std::vector<int64_t> split;
+    bool gpu;
+  };
+  const std::vector<S> cases{{{1, 116, 7, 7}, 2, {58, 58}, true},  // ShuffleNet's units
+                             {{3, 48, 5, 6}, 4, {24, 24}, true},  {{2, 12, 5, 5}, 3, {3, 9}, true},
+                             {{2, 16, 3, 3}, 4, {}, true},   // one output
+                             {{3, 8, 10}, 2, {2, 6}, true},  // rank 3
+                             {{2, 10, 4, 4}, 2, {3, 7}, false}};
+  for (const S& t : cases) {
+    OpCase c;
+    c.op = "ChannelShuffle";
+    c.domain = "com.infera";
+    c.attrs = {{"group", attr_i(t.group)}};
+    if (!t.split.empty()) c.attrs["split"] = attr_ints(t.split);
+    c.num_outputs = t.split.empty() ? 1 : static_cast<int>(t.split.size());
+    c.inputs = {random_tensor(t.dims, seed++)};
+    check_case(c, "channel shuffle",
+               t.gpu ? std::vector<std::string>{"dnnl", "gpu"} : std::vector<std::string>{"dnnl"});
+  }
+}
+
 TEST(MemOps, ConcatAnyAxis) {
   uint32_t seed = 3300;
   for (int64_t axis : {0, 2, -1}) {

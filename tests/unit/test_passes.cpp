@@ -704,7 +704,7 @@ TEST(PassPipeline, SmallCnn) {
   Status st = run_passes(b.g, default_passes(), &reports);
   ASSERT_TRUE(st.is_ok()) << st.message();
   EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"FusedConv", "Reshape", "FusedGemm"}));
-  ASSERT_EQ(reports.size(), 11u);  // default_passes(): quantize_qdq is the 11th (issue 11)
+  ASSERT_EQ(reports.size(), 12u);  // default_passes(): quantize_qdq (issue 11), fuse_channel_shuffle
   EXPECT_EQ(reports.front().name, "eliminate_identity");
   EXPECT_EQ(reports.front().nodes_before, original);
   EXPECT_EQ(reports.back().nodes_after, 3u);

@@ -240,6 +240,9 @@ std::unique_ptr<DnnlKernel> concat_create(const StepRequest& req);
 // Transpose: the 4-D channel moves (0,2,3,1) / (0,3,1,2) as one reorder, the 4-D side blocked or plain.
 Support transpose_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> transpose_create(const StepRequest& req);
+// com.infera.ChannelShuffle (dnnl_shuffle.cpp: our own memcpys of whole channel planes), plain format.
+Support shuffle_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> shuffle_create(const StepRequest& req);
 // Resize (dnnl_resize.cpp: our own loop, not oneDNN's resampling): takes the int64 sizes input.
 Support resize_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> resize_create(const StepRequest& req);

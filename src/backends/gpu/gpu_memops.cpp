@@ -1,6 +1,6 @@
 // The GPU's data-movement and normalization ops: Transpose, Slice, Split, Concat (any axis the
-// channel-concat kernel does not take), Expand as strided copies; LayerNormalization; ReduceSum /
-// ReduceMean / ReduceMax / ReduceMin over a contiguous run of axes.
+// channel-concat kernel does not take), Expand, com.infera.ChannelShuffle as strided copies; LayerNormalization;
+// ReduceSum / ReduceMean / ReduceMax / ReduceMin over a contiguous run of axes.
 //
 // A strided copy sees logical (ONNX) indices and physical strides, so the same kernel reads and
 // writes NHWC values: a rank-4 value in NHWC stores (n, c, h, w) at ((n * H + h) * W + w) * C + c.
@@ -168,6 +168,34 @@ bool plan_copies(const StepRequest& req, std::vector<Copy>& out, std::string& wh
     }
     if (offset != y[axis]) return false;
     what = "concat (strided copies)";
+  } else if (const auto* cs = dynamic_cast<const ChannelShuffleOp*>(req.op)) {
+    // Output o holds shuffled channels [first, first + S), seen as [N, S/g, g, d...]: shuffled channel
+    // j g + i is X's i C/g + j. Parts that start or end off a multiple of g: the reference's.
+    const int64_t grp = cs->group(), c = r >= 2 ? x[1] : 0;
+    if (grp <= 0 || c <= 0 || c % grp != 0) return false;
+    const std::vector<int64_t> parts = cs->split().empty() ? std::vector<int64_t>{c} : cs->split();
+    if (parts.size() != req.outputs.size()) return false;
+    int64_t first = 0;
+    for (size_t o = 0; o < parts.size(); ++o) {
+      if (!req.has_out(o) || first % grp != 0 || parts[o] % grp != 0) return false;
+      const Dims yd = req.out_dims(o), ys = y_strides(o);
+      if (yd.size() != r || yd[1] != parts[o]) return false;
+      Copy cp;
+      cp.y_slot = o;
+      cp.dims = {yd[0], parts[o] / grp, grp};
+      cp.x_strides = {xs[0], xs[1], c / grp * xs[1]};
+      cp.y_strides = {ys[0], grp * ys[1], ys[1]};
+      for (size_t k = 2; k < r; ++k) {
+        cp.dims.push_back(yd[k]);
+        cp.x_strides.push_back(xs[k]);
+        cp.y_strides.push_back(ys[k]);
+      }
+      cp.x_offset = first / grp * xs[1];
+      first += parts[o];
+      out.push_back(std::move(cp));
+    }
+    if (first != c) return false;
+    what = "channel shuffle (strided copies)";
   } else if (req.node->is_onnx("Expand")) {
     if (!req.has_out(0) || !req.has_in(1) || !req.inputs[1]->value) return false;
     Copy c;
@@ -401,7 +429,8 @@ Result<std::unique_ptr<StepKernel>> reduce_create(const GpuConfig& c, const Step
 const Family* memops_family(const StepRequest& req) {
   static const Family copy{copy_query, copy_create}, ln{ln_query, ln_create}, red{reduce_query, reduce_create};
   if (req.node->is_onnx("Transpose") || req.node->is_onnx("Slice") || req.node->is_onnx("Split") ||
-      req.node->is_onnx("Expand") || dynamic_cast<const ConcatOp*>(req.op))
+      req.node->is_onnx("Expand") || dynamic_cast<const ConcatOp*>(req.op) ||
+      dynamic_cast<const ChannelShuffleOp*>(req.op))
     return &copy;
   if (req.node->op_type == "LayerNormalization" &&
       (req.node->domain.empty() || req.node->domain == "ai.onnx" || req.node->domain == "com.infera"))
