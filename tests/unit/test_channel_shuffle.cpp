@@ -264,17 +264,22 @@ TEST(FuseChannelShuffle, KeepsSlicesThatDoNotPartition) {
   const std::vector<Case> cases{
       {"overlap",
        [](Builder& b, int y) {
-         return std::vector<int>{b.slice(y, 0, 9), b.slice(y, 8, 16)};
+         return std::vector<int>{b.slice(y, 0, 13), b.slice(y, 12, 24)};
        },
        2},
       {"gap",
        [](Builder& b, int y) {
-         return std::vector<int>{b.slice(y, 0, 7), b.slice(y, 8, 16)};
+         return std::vector<int>{b.slice(y, 0, 11), b.slice(y, 12, 24)};
+       },
+       2},
+      {"overlap and gap that sum to C",
+       [](Builder& b, int y) {
+         return std::vector<int>{b.slice(y, 0, 13), b.slice(y, 12, 23)};
        },
        2},
       {"twice the same half",
        [](Builder& b, int y) {
-         return std::vector<int>{b.slice(y, 0, 8), b.slice(y, 8, 16), b.slice(y, 0, 8)};
+         return std::vector<int>{b.slice(y, 0, 12), b.slice(y, 12, 24), b.slice(y, 0, 12)};
        },
        3},
       {"step 2",
@@ -289,12 +294,12 @@ TEST(FuseChannelShuffle, KeepsSlicesThatDoNotPartition) {
        2},
       {"another reader",
        [](Builder& b, int y) {
-         return std::vector<int>{b.slice(y, 0, 8), b.slice(y, 8, 16), b.node("Relu", {y})};
+         return std::vector<int>{b.slice(y, 0, 12), b.slice(y, 12, 24), b.node("Relu", {y})};
        },
        2},
       {"also a graph output",
        [](Builder& b, int y) {
-         return std::vector<int>{b.slice(y, 0, 8), b.slice(y, 8, 16), y};
+         return std::vector<int>{b.slice(y, 0, 12), b.slice(y, 12, 24), y};
        },
        2},
       {"Split along W",
@@ -305,14 +310,27 @@ TEST(FuseChannelShuffle, KeepsSlicesThatDoNotPartition) {
   };
   for (const Case& c : cases) {
     Builder b;
-    const int x = b.input("x", Shape({Dim::sym("N"), Dim(16), Dim(3), Dim(4)}));
-    const Shuffle s = shuffle(b, x, 0, 16, 4, 3, 4);
+    // 24 channels in 4 groups: the inverse permutation differs (16 in 4 would be its own inverse).
+    const int x = b.input("x", Shape({Dim::sym("N"), Dim(24), Dim(3), Dim(4)}));
+    const Shuffle s = shuffle(b, x, 0, 24, 4, 3, 4);
     b.g.outputs = c.readers(b, s.y);
-    fuse_and_compare(b.g, {{3, 16, 3, 4}}, c.why);
+    fuse_and_compare(b.g, {{3, 24, 3, 4}}, c.why);
     EXPECT_EQ(shuffle_outputs(b.g), 1) << c.why;
     EXPECT_EQ(count_op(b.g, "Slice"), c.slices) << c.why;
     EXPECT_EQ(count_op(b.g, "Reshape") + count_op(b.g, "Transpose"), 0) << c.why;
   }
+}
+
+// A Split along H, which has as many rows as the value has channels: its parts sum to C, but they
+// are not channels.
+TEST(FuseChannelShuffle, KeepsASplitAlongAnotherAxisOfTheSameSize) {
+  Builder b;
+  const int x = b.input("x", Shape({Dim::sym("N"), Dim(8), Dim(8), Dim(3)}));
+  const Shuffle s = shuffle(b, x, 0, 8, 2, 8, 3);
+  b.g.outputs = b.node_n("Split", {s.y, b.constant(i64s({3, 5}))}, 2, {{"axis", attr_i(2)}});
+  fuse_and_compare(b.g, {{2, 8, 8, 3}}, "split along H");
+  EXPECT_EQ(shuffle_outputs(b.g), 1);
+  EXPECT_EQ(count_op(b.g, "Split"), 1);
 }
 
 TEST(ChannelShuffleOp, RefusesBadAttributesAndShapes) {
