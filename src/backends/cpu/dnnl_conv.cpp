@@ -476,6 +476,7 @@ Support conv_query(const StepRequest& req) {
 
 std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req) {
   if (auto g = group8_conv_create(req)) return g;
+  if (auto s = smallspatial_conv_create(req)) return s;
   using namespace dnnl;
   ConvPlan p;
   if (!plan_conv(req, p)) return nullptr;

@@ -219,6 +219,10 @@ std::unique_ptr<DnnlKernel> conv_create(const StepRequest& req);
 // Grouped convs of 8 input and 8 output channels per group in nChw16c on AVX-512 (dnnl_group_conv.cpp: our
 // own loop, no reorders); null where it does not take the conv (conv_create then plans oneDNN's).
 std::unique_ptr<DnnlKernel> group8_conv_create(const StepRequest& req);
+// Convs of a small output (N * OH * OW <= 64) and large weights, 1x1 or 3x3, in nChw16c on AVX-512
+// (dnnl_smallspatial_conv.cpp: weights streamed once per run, prefetched); null where it does not
+// take the conv.
+std::unique_ptr<DnnlKernel> smallspatial_conv_create(const StepRequest& req);
 Support deconv_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> deconv_create(const StepRequest& req);
 Support gemm_query(const StepRequest& req);

@@ -1,0 +1,282 @@
+// Convs of a small output and large weights as our own AVX-512 loop in nChw16c
+// (dnnl_smallspatial_conv.cpp): 1x1 (any stride) and 3x3 convs of N * OH * OW <= 64 output pixels,
+// against the reference on seeded random inputs in every format the backend offers
+// (backend_harness.h), each also checked to take the loop (the kernel's implementation name).
+// Channel counts off the 16-lane blocks (tails in and out), several reduction chunks (> 256 input
+// channels, or 3x3 taps), pixel tiles that cross images, every fused activation, NaN / Inf.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iterator>
+#include <limits>
+
+#include "backend_harness.h"
+#include "dnnl_probe.h"
+#include "onnx_model_builder.h"
+
+namespace infera::test {
+namespace {
+
+bool kernel_here() { return __builtin_cpu_supports("avx512f") && dnnl_blocked_format() == Format::kNChw16c; }
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+struct SsShape {
+  std::vector<int64_t> x;  // N, C, H, W
+  int64_t m, k;            // output channels, kernel k x k
+  std::vector<int64_t> pads, strides;
+  const char* variant;  // "1x1 in place" or "columns"
+};
+
+// Conv (act "" and no z) or FusedConv of x with m filters k x k; bias (constant when bias_const),
+// residual Z of Y's shape.
+OpCase ss_case(const SsShape& s, uint32_t seed, const std::string& act = "", bool bias = true, bool z = false,
+               bool bias_const = true, std::vector<int64_t> dil = {1, 1}, int64_t group = 1) {
+  OpCase c;
+  const bool fused = !act.empty() || z;
+  c.op = fused ? "FusedConv" : "Conv";
+  c.domain = fused ? "com.infera" : "";
+  c.attrs = {{"pads", attr_ints(s.pads)}, {"strides", attr_ints(s.strides)}};
+  if (group != 1) c.attrs["group"] = attr_i(group);
+  if (dil != std::vector<int64_t>{1, 1}) c.attrs["dilations"] = attr_ints(dil);
+  if (!act.empty()) c.attrs["activation"] = attr_s(act);
+  if (act == "LeakyRelu") c.attrs["activation_alpha"] = attr_f(0.1f);
+  if (act == "Clip") c.attrs["activation_alpha"] = attr_f(-0.3f), c.attrs["activation_beta"] = attr_f(0.4f);
+  // Weights scaled so that sums of hundreds of products stay near 1 (the activations' range).
+  const float ws = 1.f / std::sqrt(static_cast<float>(s.x[1] / group * s.k * s.k));
+  c.inputs = {random_tensor(s.x, seed), random_tensor({s.m, s.x[1] / group, s.k, s.k}, seed + 1, -ws, ws)};
+  c.inputs.push_back(bias ? random_tensor({s.m}, seed + 2) : Tensor());
+  c.const_inputs = bias && bias_const ? std::vector<int>{1, 2} : std::vector<int>{1};
+  if (z) {
+    const int64_t ek = (s.k - 1) * dil[0] + 1;
+    const int64_t oh = (s.x[2] + s.pads[0] + s.pads[2] - ek) / s.strides[0] + 1;
+    const int64_t ow = (s.x[3] + s.pads[1] + s.pads[3] - ek) / s.strides[1] + 1;
+    c.inputs.push_back(random_tensor({s.x[0], s.m, oh, ow}, seed + 3));
+  }
+  return c;
+}
+
+std::string ss_what(const OpCase& c, const std::string& extra) {
+  auto ints = [&](const char* name) {
+    std::string r = std::string(" ") + name;
+    for (int64_t v : c.attrs.at(name).ints) r += " " + std::to_string(v);
+    return r;
+  };
+  std::string s = c.op + " X" + Shape::of(c.inputs[0].dims()).str() + " W" + Shape::of(c.inputs[1].dims()).str() +
+                  ints("pads") + ints("strides");
+  return s + (c.inputs[2].empty() ? " no bias" : "") + (extra.empty() ? "" : " " + extra);
+}
+
+const SsShape kShapes[] = {
+    {{1, 40, 7, 7}, 72, 1, {0, 0, 0, 0}, {1, 1}, "columns"},          // tails in (8: columns with 0 lanes) and out (8)
+    {{1, 96, 7, 7}, 40, 1, {0, 0, 0, 0}, {1, 1}, "1x1 in place"},     // whole input blocks, tail out
+    {{1, 300, 7, 7}, 100, 1, {0, 0, 0, 0}, {1, 1}, "columns"},        // 2 reduction chunks, odd block count
+    {{1, 48, 14, 14}, 40, 1, {0, 0, 0, 0}, {2, 2}, "columns"},        // strided 1x1: 14x14 -> 7x7
+    {{1, 35, 5, 3}, 50, 3, {1, 1, 1, 1}, {1, 1}, "columns"},          // 3x3 on 5x3, 27 k-blocks: 2 chunks
+    {{2, 33, 5, 5}, 17, 3, {1, 1, 1, 1}, {1, 1}, "columns"},          // two images: tiles cross them
+    {{1, 40, 9, 9}, 24, 3, {1, 1, 1, 1}, {2, 2}, "columns"},          // 3x3 stride 2
+    {{1, 24, 9, 9}, 64, 3, {0, 0, 0, 0}, {1, 1}, "columns"},          // no padding: 7x7
+    {{1, 32, 6, 7}, 48, 3, {0, 1, 1, 0}, {1, 1}, "columns"},          // asymmetric pads
+    {{3, 20, 4, 5}, 33, 1, {0, 0, 0, 0}, {1, 1}, "columns"},          // 1x1 of 3 images
+    {{1, 16, 1, 1}, 32, 1, {0, 0, 0, 0}, {1, 1}, "1x1 in place"},     // one pixel
+    {{1, 464, 7, 7}, 1024, 1, {0, 0, 0, 0}, {1, 1}, "1x1 in place"},  // ShuffleNet's conv5
+    {{1, 128, 14, 14}, 160, 3, {1, 1, 1, 1}, {2, 2}, "columns"},      // ResNet layer4.0's conv2, narrower
+};
+
+TEST(SmallSpatialConv, RunsOurKernel) {
+  uint32_t seed = 12100;
+  int taken = 0;
+  for (size_t i = 0; i < std::size(kShapes); ++i)
+    for (int v = 0; v < 2; ++v) {
+      // Per shape, a plain Conv with bias and a FusedConv + Relu without, the next shape the other way round.
+      const SsShape& s = kShapes[i];
+      const bool fused = (v + i) % 2 == 1;
+      OpCase c = ss_case(s, seed, fused ? "Relu" : "", v == 0);
+      seed += 4;
+      const std::string what = ss_what(c, fused ? "+ Relu" : "");
+      check_case(c, what);
+      const std::string impl = impl_of(c, dnnl_blocked_format());
+      if (kernel_here()) {
+        EXPECT_TRUE(has(impl, std::string("infera small-spatial conv avx512 (") + s.variant)) << what << ": " << impl;
+        EXPECT_TRUE(has(impl, fused ? "dnnl fused conv" : "dnnl conv")) << what << ": " << impl;
+        taken += has(impl, "infera small-spatial conv");
+      }
+      EXPECT_FALSE(has(impl_of(c, Format::kPlain), "infera small-spatial")) << what;  // plain X, Y: oneDNN's
+    }
+  if (kernel_here()) EXPECT_EQ(taken, static_cast<int>(2 * std::size(kShapes)));
+}
+
+TEST(SmallSpatialConv, EveryFusedActivationAndResidual) {
+  // Every activation of the table (inline: Relu, LeakyRelu, Clip; the others through apply_activation,
+  // which must leave padded lanes 0), alone and with a residual Z; a bias that is not a constant.
+  std::vector<std::string> acts{""};
+  for (int k = 1; k < static_cast<int>(ActKind::kCount); ++k) {
+    const ActKind kind = static_cast<ActKind>(k);
+    std::vector<cpu::EltOp> ops;
+    // GeluTanh has no op type of its own (Gelu with approximate="tanh"); the backend's convs take
+    // the activations oneDNN has an eltwise chain for.
+    if (kind == ActKind::kGeluTanh || !cpu::eltwise_chain(activation_default(kind), ops)) continue;
+    acts.push_back(activation_name(kind));
+  }
+  uint32_t seed = 12300;
+  const SsShape shapes[] = {kShapes[0], kShapes[3]};
+  for (const SsShape& s : shapes)
+    for (const std::string& act : acts)
+      for (bool z : {false, true}) {
+        if (act.empty() && !z) continue;
+        const bool bias_const = (seed / 4) % 3 != 0;
+        OpCase c = ss_case(s, seed, act, true, z, bias_const);
+        seed += 4;
+        const std::string what =
+            ss_what(c, std::string("+ ") + (z ? "Z " : "") + act + (bias_const ? "" : " (bias not constant)"));
+        auto runs = check_case(c, what);
+        if (!kernel_here()) continue;
+        const std::string impl = impl_of(c, dnnl_blocked_format());
+        EXPECT_TRUE(has(impl, "dnnl fused conv infera small-spatial conv")) << what << ": " << impl;
+        if (z) EXPECT_GE(runs["dnnl"].modes, 5) << what;  // Y in Z's buffer is among the modes
+      }
+}
+
+TEST(SmallSpatialConv, KeepNanAndInf) {
+  // NaN, +Inf and -Inf in X (and NaN in Z): Relu and Clip keep NaN as the reference does (oneDNN's
+  // post-ops map it to a bound), Inf meets -Inf as NaN; a 1x1 reads one pixel, a 3x3 spreads it.
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
+  uint32_t seed = 12500;
+  const SsShape shapes[] = {kShapes[0], kShapes[3], kShapes[2]};
+  for (const SsShape& s : shapes)
+    for (const char* act : {"Relu", "Clip", ""})
+      for (bool z : {false, true}) {
+        OpCase c = ss_case(s, seed, act, true, z);
+        seed += 4;
+        float* x = c.inputs[0].data_as<float>();
+        const int64_t hw = s.x[2] * s.x[3], C = s.x[1];
+        x[3 * hw + 2] = kNaN;
+        x[(C - 1) * hw + hw - 1] = kNaN;  // the last channel (the tail block), the last pixel
+        x[20 * hw + 4] = kInf;
+        x[21 * hw + 4] = -kInf;  // the same pixel: NaN where both meet
+        x[10 * hw + 7] = kInf;
+        if (z) c.inputs[3].data_as<float>()[5] = kNaN;
+        auto ref = run_op(c.op, c.attrs, c.inputs, 1, c.opset, c.const_inputs, c.domain);
+        ASSERT_TRUE(ref.is_ok()) << ref.message();
+        int nan = 0, finite = 0;
+        for (int64_t i = 0; i < ref.value()[0].numel(); ++i) {
+          const float v = ref.value()[0].data_as<float>()[i];
+          nan += std::isnan(v), finite += std::isfinite(v);
+        }
+        const std::string what =
+            ss_what(c, std::string("+ ") + (z ? "Z " : "") + (*act ? act : "no activation") + ", NaN and Inf in X");
+        EXPECT_GT(nan, 10) << what << ": the reference keeps no NaN: the case proves nothing";
+        EXPECT_GT(finite, 0) << what;
+        check_case(c, what);
+        if (kernel_here()) EXPECT_TRUE(has(impl_of(c, dnnl_blocked_format()), "infera small-spatial conv")) << what;
+      }
+}
+
+TEST(SmallSpatialConv, DeclinesOtherShapes) {
+  // More than 64 output pixels (14x14), grouped, dilated, 5x5, stride 3: oneDNN's conv.
+  struct D {
+    SsShape s;
+    std::vector<int64_t> dil;
+    int64_t group;
+  };
+  const D ds[] = {{{{1, 32, 14, 14}, 32, 1, {0, 0, 0, 0}, {1, 1}, ""}, {1, 1}, 1},
+                  {{{1, 32, 7, 7}, 32, 3, {1, 1, 1, 1}, {1, 1}, ""}, {1, 1}, 2},
+                  {{{1, 32, 7, 7}, 32, 3, {2, 2, 2, 2}, {1, 1}, ""}, {2, 2}, 1},
+                  {{{1, 32, 7, 7}, 32, 5, {2, 2, 2, 2}, {1, 1}, ""}, {1, 1}, 1},
+                  {{{1, 32, 9, 9}, 32, 1, {0, 0, 0, 0}, {3, 3}, ""}, {1, 1}, 1}};
+  uint32_t seed = 12700;
+  for (const D& d : ds) {
+    OpCase c = ss_case(d.s, seed, "Relu", true, false, true, d.dil, d.group);
+    seed += 4;
+    const std::string what = ss_what(c, "dil " + std::to_string(d.dil[0]) + " group " + std::to_string(d.group));
+    check_case(c, what);
+    const std::string impl = impl_of(c, dnnl_blocked_format());
+    EXPECT_FALSE(has(impl, "infera small-spatial")) << what << ": " << impl;
+    EXPECT_TRUE(has(impl, "dnnl fused conv")) << what << ": " << impl;
+  }
+}
+
+// The output's bound follows from the inputs' (as for oneDNN's unguarded convs): the guarded convs
+// after ours trust it and skip their reads, so it must be +Inf where an input may hold NaN or Inf.
+// A chain guarded 3x3 (14x14) -> ours 1x1 stride 2 + Relu -> ours 3x3 + residual (ours 1x1 of z) / 2 +
+// Relu -> a guarded grouped 3x3 (oneDNN's) + Clip, run in turn on finite inputs and on NaN / Inf /
+// large values in x or z (one session: the bounds of one run must not leak into the next), against
+// the reference.
+TEST(SmallSpatialConv, CarryBounds) {
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
+  const int64_t C = 48;
+  ModelBuilder mb(13);
+  mb.input("x", {1, C, 14, 14});
+  mb.input("z", {1, C, 7, 7});
+  mb.output("out");
+  uint32_t seed = 12900;
+  auto weights = [&](const std::string& name, std::vector<int64_t> dims) {
+    Tensor t = random_tensor(dims, seed++, -0.2f, 0.2f);
+    mb.floats(name, dims, std::vector<float>(t.data_as<float>(), t.data_as<float>() + t.numel()));
+  };
+  weights("W1", {C, C, 3, 3}), weights("B1", {C}), weights("W2", {C, C, 1, 1}), weights("B2", {C});
+  weights("W3", {C, C, 3, 3}), weights("W5", {C, C / 2, 3, 3}), weights("W6", {C, C, 1, 1});
+  mb.floats("lo", {}, {0.f});
+  mb.floats("hi", {}, {6.f});
+  mb.floats("half", {}, {0.5f});
+  mb.node("Conv", {"z", "W6"}, {"zc"});  // z in the blocked format (the residual of a network)
+  set_ints(mb.node("Conv", {"x", "W1", "B1"}, {"c1"}), "pads", {1, 1, 1, 1});
+  mb.node("Relu", {"c1"}, {"r1"});
+  set_ints(mb.node("Conv", {"r1", "W2", "B2"}, {"c2"}, "s1"), "strides", {2, 2});
+  mb.node("Relu", {"c2"}, {"r2"});
+  set_ints(mb.node("Conv", {"r2", "W3"}, {"c3"}, "s2"), "pads", {1, 1, 1, 1});
+  mb.node("Mul", {"zc", "half"}, {"zm"});  // not a conv: the Add fuses into the 3x3
+  mb.node("Add", {"c3", "zm"}, {"s3"});
+  mb.node("Relu", {"s3"}, {"r3"});
+  onnx::NodeProto* last = mb.node("Conv", {"r3", "W5"}, {"c5"}, "g");
+  set_ints(last, "pads", {1, 1, 1, 1});
+  set_int(last, "group", 2);
+  mb.node("Clip", {"c5", "lo", "hi"}, {"out"});
+  auto dnnl = mb.load(true, true);
+  auto ref = mb.load(true, false);
+  ASSERT_TRUE(dnnl.is_ok()) << dnnl.message();
+  ASSERT_TRUE(ref.is_ok()) << ref.message();
+  auto rep = dnnl.value()->prepare({{"x", {1, C, 14, 14}}, {"z", {1, C, 7, 7}}});
+  ASSERT_TRUE(rep.is_ok()) << rep.message();
+  int ours = 0;
+  std::string impls;
+  for (const auto& st : rep.value().step_list) {
+    ours += has(st.impl, "infera small-spatial conv");
+    impls += "\n  " + st.impl;
+  }
+  // s1 and s2 (zc reads the plain input z: oneDNN's, via reorders).
+  if (kernel_here()) EXPECT_EQ(ours, 2) << "the 7x7 convs did not take our kernel:" << impls;
+  struct Special {
+    const char* what;
+    float x, z;  // written at a few positions (0: none)
+  };
+  const Special cases[] = {{"finite", 0, 0},      {"NaN in x", kNaN, 0}, {"finite again", 0, 0},
+                           {"NaN in z", 0, kNaN}, {"Inf in x", kInf, 0}, {"finite", 0, 0},
+                           {"Inf in z", 0, kInf}, {"large x", 1e33f, 0}, {"finite last", 0, 0}};
+  int nan_outputs = 0;
+  for (const Special& c : cases) {
+    Tensor x = random_tensor({1, C, 14, 14}, 13000), z = random_tensor({1, C, 7, 7}, 13001);
+    for (int64_t i : {5, 300, 777, 2000}) {
+      if (c.x != 0) x.data_as<float>()[i * 4] = c.x;
+      if (c.z != 0) z.data_as<float>()[i] = c.z;
+    }
+    auto a = dnnl.value()->run({{"x", x}, {"z", z}});
+    auto b = ref.value()->run({{"x", x}, {"z", z}});
+    ASSERT_TRUE(a.is_ok()) << c.what << ": " << a.message();
+    ASSERT_TRUE(b.is_ok()) << c.what << ": " << b.message();
+    const float* pa = a.value()[0].data_as<float>();
+    const float* pb = b.value()[0].data_as<float>();
+    int bad = 0;
+    for (int64_t i = 0; i < a.value()[0].numel() && bad < 5; ++i) {
+      const bool same = std::isnan(pb[i])   ? std::isnan(pa[i])
+                        : std::isinf(pb[i]) ? pa[i] == pb[i]
+                                            : std::fabs(pa[i] - pb[i]) <= 1e-3f * (1.f + std::fabs(pb[i]));
+      if (!same) ++bad, ADD_FAILURE() << c.what << ": out[" << i << "] = " << pa[i] << ", reference " << pb[i];
+      nan_outputs += std::isnan(pb[i]);
+    }
+  }
+  EXPECT_GT(nan_outputs, 0) << "no case made a NaN output: the test proves nothing";
+}
+
+}  // namespace
+}  // namespace infera::test
