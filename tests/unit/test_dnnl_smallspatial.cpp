@@ -19,6 +19,14 @@ namespace {
 
 bool kernel_here() { return __builtin_cpu_supports("avx512f") && dnnl_blocked_format() == Format::kNChw16c; }
 
+// The small shapes below run the loop only with INFERA_SMALLSPATIAL_CONV=all (the backend's rule
+// takes large weights only: RuleTakesLargeWeights checks it).
+class SmallSpatialConv : public ::testing::Test {
+ protected:
+  void SetUp() override { setenv("INFERA_SMALLSPATIAL_CONV", "all", 1); }
+  void TearDown() override { unsetenv("INFERA_SMALLSPATIAL_CONV"); }
+};
+
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 struct SsShape {
@@ -83,7 +91,7 @@ const SsShape kShapes[] = {
     {{1, 128, 14, 14}, 160, 3, {1, 1, 1, 1}, {2, 2}, "columns"},      // ResNet layer4.0's conv2, narrower
 };
 
-TEST(SmallSpatialConv, RunsOurKernel) {
+TEST_F(SmallSpatialConv, RunsOurKernel) {
   uint32_t seed = 12100;
   int taken = 0;
   for (size_t i = 0; i < std::size(kShapes); ++i)
@@ -101,12 +109,15 @@ TEST(SmallSpatialConv, RunsOurKernel) {
         EXPECT_TRUE(has(impl, fused ? "dnnl fused conv" : "dnnl conv")) << what << ": " << impl;
         taken += has(impl, "infera small-spatial conv");
       }
-      EXPECT_FALSE(has(impl_of(c, Format::kPlain), "infera small-spatial")) << what;  // plain X, Y: oneDNN's
+      if (kernel_here()) {  // plain X and Y (the planner gives some): the columns transpose X, Y is scattered
+        const std::string plain = impl_of(c, Format::kPlain);
+        EXPECT_TRUE(has(plain, "infera small-spatial conv avx512 (columns")) << what << ": " << plain;
+      }
     }
   if (kernel_here()) EXPECT_EQ(taken, static_cast<int>(2 * std::size(kShapes)));
 }
 
-TEST(SmallSpatialConv, EveryFusedActivationAndResidual) {
+TEST_F(SmallSpatialConv, EveryFusedActivationAndResidual) {
   // Every activation of the table (inline: Relu, LeakyRelu, Clip; the others through apply_activation,
   // which must leave padded lanes 0), alone and with a residual Z; a bias that is not a constant.
   std::vector<std::string> acts{""};
@@ -137,7 +148,7 @@ TEST(SmallSpatialConv, EveryFusedActivationAndResidual) {
       }
 }
 
-TEST(SmallSpatialConv, KeepNanAndInf) {
+TEST_F(SmallSpatialConv, KeepNanAndInf) {
   // NaN, +Inf and -Inf in X (and NaN in Z): Relu and Clip keep NaN as the reference does (oneDNN's
   // post-ops map it to a bound), Inf meets -Inf as NaN; a 1x1 reads one pixel, a 3x3 spreads it.
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
@@ -172,7 +183,7 @@ TEST(SmallSpatialConv, KeepNanAndInf) {
       }
 }
 
-TEST(SmallSpatialConv, DeclinesOtherShapes) {
+TEST_F(SmallSpatialConv, DeclinesOtherShapes) {
   // More than 64 output pixels (14x14), grouped, dilated, 5x5, stride 3: oneDNN's conv.
   struct D {
     SsShape s;
@@ -196,13 +207,39 @@ TEST(SmallSpatialConv, DeclinesOtherShapes) {
   }
 }
 
+TEST(SmallSpatialConvRule, TakesLargeWeights) {
+  // Without INFERA_SMALLSPATIAL_CONV: 1x1 convs on 7x7 of >= 3 MB of weights, or >= 1.5 MB that
+  // expand; not a smaller one, not a square 1.8 MB one (RegNetX's 672), not a 14x14 one.
+  struct R {
+    SsShape s;
+    bool taken;
+  };
+  const R rs[] = {{{{1, 1024, 7, 7}, 768, 1, {0, 0, 0, 0}, {1, 1}, ""}, true},       // 3 MB
+                  {{{1, 320, 7, 7}, 1280, 1, {0, 0, 0, 0}, {1, 1}, ""}, true},       // 1.6 MB, expands
+                  {{{1, 128, 9, 9}, 512, 3, {0, 0, 0, 0}, {1, 1}, ""}, true},        // 3x3: 2.25 MB, expands
+                  {{{1, 672, 7, 7}, 672, 1, {0, 0, 0, 0}, {1, 1}, ""}, false},       // 1.8 MB, square
+                  {{{1, 160, 7, 7}, 960, 1, {0, 0, 0, 0}, {1, 1}, ""}, false},       // 0.6 MB
+                  {{{1, 1024, 14, 14}, 1024, 1, {0, 0, 0, 0}, {1, 1}, ""}, false}};  // 196 pixels
+  ASSERT_EQ(std::getenv("INFERA_SMALLSPATIAL_CONV"), nullptr);
+  uint32_t seed = 13100;
+  for (const R& r : rs) {
+    OpCase c = ss_case(r.s, seed, "Relu");
+    seed += 4;
+    const std::string what = ss_what(c, "+ Relu");
+    check_case(c, what);
+    const std::string impl = impl_of(c, dnnl_blocked_format());
+    EXPECT_EQ(has(impl, "infera small-spatial conv"), r.taken && kernel_here()) << what << ": " << impl;
+  }
+}
+
 // The output's bound follows from the inputs' (as for oneDNN's unguarded convs): the guarded convs
 // after ours trust it and skip their reads, so it must be +Inf where an input may hold NaN or Inf.
 // A chain guarded 3x3 (14x14) -> ours 1x1 stride 2 + Relu -> ours 3x3 + residual (ours 1x1 of z) / 2 +
 // Relu -> a guarded grouped 3x3 (oneDNN's) + Clip, run in turn on finite inputs and on NaN / Inf /
 // large values in x or z (one session: the bounds of one run must not leak into the next), against
 // the reference.
-TEST(SmallSpatialConv, CarryBounds) {
+TEST_F(SmallSpatialConv, CarryBounds) {
+  // (ModelBuilder's sessions read INFERA_SMALLSPATIAL_CONV when they build their plans: "all" here.)
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
   const int64_t C = 48;
   ModelBuilder mb(13);
@@ -244,8 +281,8 @@ TEST(SmallSpatialConv, CarryBounds) {
     ours += has(st.impl, "infera small-spatial conv");
     impls += "\n  " + st.impl;
   }
-  // s1 and s2 (zc reads the plain input z: oneDNN's, via reorders).
-  if (kernel_here()) EXPECT_EQ(ours, 2) << "the 7x7 convs did not take our kernel:" << impls;
+  // zc (from the plain input z), s1 and s2.
+  if (kernel_here()) EXPECT_EQ(ours, 3) << "the 7x7 convs did not take our kernel:" << impls;
   struct Special {
     const char* what;
     float x, z;  // written at a few positions (0: none)
