@@ -3,7 +3,7 @@
 // weights (4 MB for a 1x1 512->2048, 9.4 MB for a 3x3 512) come from L3 / DRAM on every run, and
 // oneDNN 2.6's jit kernels do not overlap that stream with their FMAs: with weights hot in cache they
 // run at ~90% of peak, with the weights of a whole network in between at 60-68% (measured
-// 2026-12-08, 2-core AVX-512 Xeon: 1x1 512->2048 on 7x7, 0.30 ms hot, 0.42 ms cold). Here the
+// 2026-12-07, 2-core AVX-512 Xeon: 1x1 512->2048 on 7x7, 0.30 ms hot, 0.42 ms cold). Here the
 // weights are packed in the order the loop reads them, in 2 MB pages, and streamed once per run:
 // per unit of 32 output channels (two 16-lane blocks), every output pixel's accumulators live in
 // registers (tiles of up to 14 pixels x 2 blocks), the reduction runs in chunks of 256 input
@@ -11,8 +11,12 @@
 // buffer), and each chunk prefetches the next one into L2, spread over its tiles.
 // A 3x3 (or strided 1x1) conv reads its input as columns: one image per tap, copied into the
 // scratch ([tap][block][pixel][16]: what a 1x1 conv of 9 C channels reads), so the same loop runs.
-// The epilogue (bias, residual Z, activation) runs on the accumulators: Relu / LeakyRelu / Clip
-// inline (NaN kept), any other activation through apply_activation; padded lanes stored as 0.
+// The bias starts the sums; the epilogue (residual Z, activation) runs on the finished tile: Relu /
+// LeakyRelu / Clip inline (NaN kept), any other activation through apply_activation; padded lanes
+// stored as 0. The output's bound is carried as for oneDNN's unguarded convs (carry_conv_bound).
+// Measured 2026-12-07 (`infera profile MODEL --batch 1 --threads 2`, medians of 7 alternated runs
+// with INFERA_SMALLSPATIAL_CONV=0): ResNet-50's layer4 convs 6.40 -> 4.92 ms (1.30x), wide_resnet50_2's
+// 18.8 -> 14.9 ms, ShuffleNet's conv5 0.279 -> 0.175 ms.
 #include <immintrin.h>
 #include <omp.h>
 #include <sys/mman.h>
@@ -277,7 +281,7 @@ SsMode smallspatial_mode() {
   return e && std::string(e) == "all" ? SsMode::kAll : SsMode::kRule;
 }
 
-// Where the loop was measured to win (2026-12-08, `infera profile --batch 1 --threads 2`, medians of
+// Where the loop was measured to win (2026-12-07, `infera profile --batch 1 --threads 2`, medians of
 // 5-12 alternated runs, docs in the commit): weights of >= 3 MB (ResNet-50 / wide_resnet50_2 layer4:
 // 1.2-1.4x), or >= 1.5 MB with more outputs than inputs (ShuffleNet's conv5 1.6x, MNASNet's and
 // MobileNetV2's 320->1280 1.2-1.3x). Below, or square / projecting (RegNetX's 672->672 at 1.8 MB,
