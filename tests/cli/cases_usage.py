@@ -5,7 +5,7 @@ import re
 from cli_util import expect, one_line_error
 
 COMMANDS = ("run", "bench", "info", "check", "doctor", "build")
-ENV_VARS = ("INFERA_VERBOSE", "INFERA_PROFILE", "INFERA_DNNL_WINOGRAD")
+ENV_VARS = ("INFERA_VERBOSE", "INFERA_PROFILE", "INFERA_DNNL_WINOGRAD", "INFERA_SMALLSPATIAL_CONV")
 
 
 def help_options(text):
@@ -83,7 +83,8 @@ def add(c, small):
             opts = help_options(out)
             expect(cmd == "doctor" or len(opts) >= 5, "%s help lists only %s" % (cmd, opts))
             if cmd != "doctor":
-                for v in ENV_VARS if cmd != "info" else ("INFERA_VERBOSE", "INFERA_DNNL_WINOGRAD"):
+                info_vars = ("INFERA_VERBOSE", "INFERA_DNNL_WINOGRAD", "INFERA_SMALLSPATIAL_CONV")
+                for v in ENV_VARS if cmd != "info" else info_vars:
                     expect(v in out, "%s help does not name the environment variable %s" % (cmd, v))
             # Every option the help lists is one the command accepts (the table is the parser's).
             for name, takes_value in opts:

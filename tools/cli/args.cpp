@@ -262,6 +262,9 @@ std::string help_text(const CommandSpec& cmd) {
     s += "\nenvironment:\n  INFERA_VERBOSE=1|2      as --verbose (2: also every oneDNN kernel made)\n";
     if (runs) s += "  INFERA_PROFILE=1        print the time per op kind after every run to stderr\n";
     s += "  INFERA_DNNL_WINOGRAD=0  do not force oneDNN's Winograd algorithm for 3x3 stride-1 Conv\n";
+    s += "  INFERA_SMALLSPATIAL_CONV=0|all\n"
+         "                          0: oneDNN's convs where infera's small-output loop would run (N*H*W <= 64,\n"
+         "                          large weights); all: the loop for every conv it can run\n";
     if (runs)
       s += "  GOMP_SPINCOUNT, OMP_WAIT_POLICY\n"
            "                          read by libgomp at process start: how long idle threads spin\n"
