@@ -282,8 +282,8 @@ SsMode smallspatial_mode() {
 }
 
 // Where the loop was measured to win (2026-12-07, `infera profile --batch 1 --threads 2`, medians of
-// 5-12 alternated runs, docs in the commit): weights of >= 3 MB (ResNet-50 / wide_resnet50_2 layer4:
-// 1.2-1.4x), or >= 1.5 MB with more outputs than inputs (ShuffleNet's conv5 1.6x, MNASNet's and
+// 5-12 alternated runs: bench/results/2026-12-07-cpu-smallspatial-conv-layers.md): weights of >= 3 MB (ResNet-50 /
+// wide_resnet50_2 layer4: 1.2-1.4x), or >= 1.5 MB with more outputs than inputs (ShuffleNet's conv5 1.6x, MNASNet's and
 // MobileNetV2's 320->1280 1.2-1.3x). Below, or square / projecting (RegNetX's 672->672 at 1.8 MB,
 // MobileNetV2's 960->320 at 1.2 MB), it runs within +-10% of oneDNN's jit: left to oneDNN.
 bool smallspatial_worth(int64_t C, int64_t M, int64_t taps) {
