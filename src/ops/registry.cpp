@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "ops/op.h"
+#include "ops/squeeze_excite.h"
 
 namespace infera {
 
@@ -38,6 +39,7 @@ OpRegistry::OpRegistry() {
   // One line per op family file.
   register_elementwise_ops(*this);
   register_conv_ops(*this);
+  register_squeeze_excite_ops(*this);
   register_pool_norm_ops(*this);
   register_tensor_ops(*this);
   register_reduce_ops(*this);

@@ -20,8 +20,9 @@ class Pass {
   virtual Status run(Graph& g) = 0;
 };
 
-// The optimization pipeline in order (src/passes/pipeline.cpp).
-std::vector<std::unique_ptr<Pass>> default_passes();
+// The optimization pipeline in order (src/passes/pipeline.cpp). host: the session runs on the CPU
+// (fusions whose op only the CPU backends take run only then).
+std::vector<std::unique_ptr<Pass>> default_passes(bool host = true);
 
 // Runs the passes, recording node counts before/after each into reports.
 Status run_passes(Graph& g, const std::vector<std::unique_ptr<Pass>>& passes, std::vector<PassReport>* reports);

@@ -5,7 +5,7 @@
 
 namespace infera {
 
-std::vector<std::unique_ptr<Pass>> default_passes() {
+std::vector<std::unique_ptr<Pass>> default_passes(bool host) {
   std::vector<std::unique_ptr<Pass>> p;
   p.push_back(make_eliminate_identity());
   p.push_back(make_quantize_qdq());  // before fold_constants turns the weights' DequantizeLinear into floats
@@ -18,6 +18,7 @@ std::vector<std::unique_ptr<Pass>> default_passes() {
   p.push_back(make_fuse_layer_norm());
   p.push_back(make_fuse_gelu());
   p.push_back(make_fuse_channel_shuffle());
+  if (host) p.push_back(make_fuse_squeeze_excite());  // its fused op has a host kernel only
   p.push_back(make_eliminate_dead_nodes());
   return p;
 }

@@ -178,7 +178,7 @@ Status SessionImpl::init(Graph g, const SessionOptions& o) {
   Status s = infer_graph(g);
   if (!s.is_ok()) return s;
   if (o.optimize) {
-    s = run_passes(g, default_passes(), &summary.passes);
+    s = run_passes(g, default_passes(o.device.is_cpu()), &summary.passes);
     if (!s.is_ok()) return s;
   }
   s = attach_ops(g);

@@ -21,6 +21,7 @@
 #include "ops/pool.h"
 #include "ops/quant_conv.h"
 #include "ops/softmax.h"
+#include "ops/squeeze_excite.h"
 #include "ops/tensor_ops.h"
 
 namespace infera {
@@ -435,7 +436,8 @@ const Family* family_of(const StepRequest& req) {
       elt{eltwise_query, eltwise_create}, bin{binary_query, binary_create}, sm{softmax_query, softmax_create},
       cat{concat_query, concat_create}, qconv{qconv_query, qconv_create, true},
       resize{resize_query, resize_create, true}, tr{transpose_query, transpose_create},
-      ln{layernorm_query, layernorm_create}, shuffle{shuffle_query, shuffle_create};
+      ln{layernorm_query, layernorm_create}, shuffle{shuffle_query, shuffle_create},
+      se{squeeze_excite_query, squeeze_excite_create};
   const OpKernel* op = req.op;
   if (dynamic_cast<const QConvOp*>(op)) return &qconv;
   if (dynamic_cast<const ConvOp*>(op)) return &conv;
@@ -448,6 +450,7 @@ const Family* family_of(const StepRequest& req) {
   if (dynamic_cast<const SoftmaxOp*>(op)) return &sm;
   if (dynamic_cast<const ConcatOp*>(op)) return &cat;
   if (dynamic_cast<const ChannelShuffleOp*>(op)) return &shuffle;
+  if (dynamic_cast<const SqueezeExciteOp*>(op)) return &se;
   const Node& n = *req.node;
   const bool onnx = n.domain.empty() || n.domain == "ai.onnx";
   if (onnx && n.op_type == "MatMul") return &mm;

@@ -247,6 +247,9 @@ std::unique_ptr<DnnlKernel> transpose_create(const StepRequest& req);
 // com.infera.ChannelShuffle (dnnl_shuffle.cpp: our own memcpys of whole channel planes), plain format.
 Support shuffle_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> shuffle_create(const StepRequest& req);
+// com.infera.SqueezeExcite (dnnl_squeeze_excite.cpp: our own loop), X and S plain or blocked.
+Support squeeze_excite_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> squeeze_excite_create(const StepRequest& req);
 // Resize (dnnl_resize.cpp: our own loop, not oneDNN's resampling): takes the int64 sizes input.
 Support resize_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> resize_create(const StepRequest& req);
