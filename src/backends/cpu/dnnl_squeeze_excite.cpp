@@ -1,9 +1,13 @@
 // com.infera.SqueezeExcite (ops/squeeze_excite.h) on the host: our own loop, one step for what was a
-// GlobalAveragePool and two tiny 1x1 convs (three steps, a pool primitive reading X at ~40 GB/s
-// and two conv primitives of a few microseconds each on a 1x1 image). X plain or blocked (nChw16c /
-// nChw8c), S plain or blocked; the spatial sums in float over 4 interleaved accumulators, the
-// two matrix-vector products as axpys over packed, zero-padded weights. S's bound (RunResources)
-// is its max |s|, so the Mul after it and the conv after that keep theirs.
+// GlobalAveragePool and two tiny 1x1 convs (three steps: a pool primitive and two conv primitives
+// of a few microseconds each on a 1x1 image). X plain or blocked (nChw16c / nChw8c), S plain or
+// blocked. One parallel region: the spatial means (float, 4 interleaved accumulators) split by
+// channel block, then W1's rows split over the threads (dot products), then W2's columns (axpys):
+// a late gate's weights (2 x 1152 x 48 floats) come from memory every run, and each thread streams
+// its share once for all images. S's bound (RunResources) is its max |s|, so the Mul after it and
+// the conv after that keep theirs.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -18,7 +22,7 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 struct SePlan {
   int64_t n = 0, c = 0, hw = 0, r = 0, cp = 0, rp = 0;  // cp, rp: c and r padded to 16
   Activation act, gate;
-  std::vector<float> w1t, b1, w2t, b2;  // W1 as [C][Rp], B1 [Rp], W2 as [R][Cp], B2 [Cp]
+  std::vector<float> w1, b1, w2t, b2;  // W1 as [R][Cp], B1 [Rp], W2 as [R][Cp] (transposed), B2 [Cp]
 };
 
 bool plan_se(const StepRequest& req, SePlan& p, bool pack) {
@@ -37,13 +41,13 @@ bool plan_se(const StepRequest& req, SePlan& p, bool pack) {
   if (!pack) return true;
   const float* pw1 = req.inputs[1]->value->data_as<float>();
   const float* pw2 = req.inputs[3]->value->data_as<float>();
-  p.w1t.assign(static_cast<size_t>(p.c * p.rp), 0.f);
+  p.w1.assign(static_cast<size_t>(p.r * p.cp), 0.f);
   p.w2t.assign(static_cast<size_t>(p.r * p.cp), 0.f);
   p.b1.assign(static_cast<size_t>(p.rp), 0.f);
   p.b2.assign(static_cast<size_t>(p.cp), 0.f);
   for (int64_t j = 0; j < p.r; ++j)
     for (int64_t k = 0; k < p.c; ++k) {
-      p.w1t[k * p.rp + j] = pw1[j * p.c + k];
+      p.w1[j * p.cp + k] = pw1[j * p.c + k];
       p.w2t[j * p.cp + k] = pw2[k * p.r + j];
     }
   if (req.has_in(2)) std::memcpy(p.b1.data(), req.inputs[2]->value->data(), static_cast<size_t>(p.r) * sizeof(float));
@@ -88,8 +92,19 @@ INFERA_CLONES float mean_plane(const float* x, int64_t hw) {
   return s / static_cast<float>(hw);
 }
 
-// y[0, n) = b + sum_k v[k] * w[k][0, n) (rows of w ld apart), n a multiple of 16.
-INFERA_CLONES void axpys(const float* w, int64_t ld, const float* v, int64_t k, const float* b, float* y, int64_t n) {
+// sum_i a[i] b[i] over n, a multiple of 16 (16 lanes, then the lanes).
+INFERA_CLONES float dot16(const float* a, const float* b, int64_t n) {
+  float acc[16] = {};
+  for (int64_t i = 0; i < n; i += 16)
+    for (int l = 0; l < 16; ++l) acc[l] += a[i + l] * b[i + l];
+  float s = 0.f;
+  for (int l = 0; l < 16; ++l) s += acc[l];
+  return s;
+}
+
+// y[0, n) = b + sum_j v[j] * w[j][0, n) (rows of w ld apart), n a multiple of 16.
+INFERA_CLONES void axpys(const float* __restrict w, int64_t ld, const float* __restrict v, int64_t k,
+                         const float* __restrict b, float* __restrict y, int64_t n) {
   std::memcpy(y, b, static_cast<size_t>(n) * sizeof(float));
   for (int64_t j = 0; j < k; ++j) {
     const float s = v[j];
@@ -125,48 +140,54 @@ std::unique_ptr<DnnlKernel> squeeze_excite_create(const StepRequest& req) {
                                     : "nChw16c") +
               " X, C " + std::to_string(p->c) + ", R " + std::to_string(p->r) + ", " + activation_name(p->act.kind) +
               ", " + activation_name(p->gate.kind) + ")");
-  k->set_after([p, tmp, bx, bs](ComputeContext& ctx) {
+  // Threads where X or the weights are large: the weights of a late gate (2 x 1152 x 48 floats)
+  // come from memory each run, at ~20 GB/s a thread.
+  const bool par = p->n * p->c * p->hw >= (int64_t(1) << 15) || p->n * p->r * p->c >= (int64_t(1) << 14);
+  k->set_after([p, tmp, bx, bs, par](ComputeContext& ctx) {
     const SePlan& q = *p;
     const float* x = ctx.in(0).ptr<const float>();
     float* m = reinterpret_cast<float*>(static_cast<char*>(ctx.res.scratch) + tmp);
     float* h = m + q.n * q.cp;
     float* s = h + q.n * q.rp;
-    // The means: one item per channel block (blocked X) or channel (plain X) of each image.
-    const int64_t per = bx == 1 ? q.c : (q.c + bx - 1) / bx, items = q.n * per;
-    const bool par = q.n * q.c * q.hw >= (int64_t(1) << 15) && items > 1;
-    const int threads = par ? static_cast<int>(std::min<int64_t>(std::max(1, ctx.num_threads), items)) : 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t it = 0; it < items; ++it) {
-      const int64_t img = it / per, blk = it % per;
-      if (bx == 1)
-        m[img * q.cp + blk] = mean_plane(x + it * q.hw, q.hw);
-      else if (bx == 16)
-        mean_block16(x + it * q.hw * 16, q.hw, m + img * q.cp + blk * 16);
-      else
-        mean_block8(x + it * q.hw * 8, q.hw, m + img * q.cp + blk * 8);
-    }
-    // Padded lanes of a blocked X may hold anything (oneDNN writes 0 * x there): ignored.
-    const int nt = q.n > 1 ? static_cast<int>(std::min<int64_t>(std::max(1, ctx.num_threads), q.n)) : 1;
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t img = 0; img < q.n; ++img) {
-      float *mi = m + img * q.cp, *hi = h + img * q.rp, *si = s + img * q.cp;
-      std::fill(mi + q.c, mi + q.cp, 0.f);
-      axpys(q.w1t.data(), q.rp, mi, q.c, q.b1.data(), hi, q.rp);
-      apply_activation(q.act, hi, q.r);
-      axpys(q.w2t.data(), q.cp, hi, q.r, q.b2.data(), si, q.cp);
-      apply_activation(q.gate, si, q.c);
-    }
     float* out = ctx.out(0).ptr<float>();
+    // The means: one item per channel block (blocked X) or channel (plain X) of each image.
+    const int64_t per = bx == 1 ? q.c : (q.c + bx - 1) / bx, items = q.n * per, chunks = q.cp / 16;
+    const int threads = par ? std::max(1, ctx.num_threads) : 1;
     float bound = 0.f;
-    for (int64_t img = 0; img < q.n; ++img) {
-      const float* si = s + img * q.cp;
-      bound = std::max(bound, max_abs(si, q.c, 1));
-      if (bs == 1) {
-        std::memcpy(out + img * q.c, si, static_cast<size_t>(q.c) * sizeof(float));
-      } else {
-        const int64_t cb = round_up(q.c, bs);
-        std::memcpy(out + img * cb, si, static_cast<size_t>(q.c) * sizeof(float));
-        std::fill(out + img * cb + q.c, out + (img + 1) * cb, 0.f);
+#pragma omp parallel num_threads(threads) reduction(max : bound)
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      for (int64_t it = items * t / nt; it < items * (t + 1) / nt; ++it) {
+        const int64_t img = it / per, blk = it % per;
+        float* mi = m + img * q.cp;
+        if (bx == 1) {
+          mi[blk] = mean_plane(x + it * q.hw, q.hw);
+        } else {
+          (bx == 16 ? mean_block16 : mean_block8)(x + it * q.hw * bx, q.hw, mi + blk * bx);
+          if (blk == per - 1) std::fill(mi + q.c, mi + q.cp, 0.f);  // padded lanes hold anything (0 * NaN)
+        }
+      }
+      if (bx == 1 && t == 0)
+        for (int64_t img = 0; img < q.n; ++img) std::fill(m + img * q.cp + q.c, m + (img + 1) * q.cp, 0.f);
+#pragma omp barrier
+      // Hidden values: rows of W1 split over the threads, each row read once for every image.
+      const int64_t j0 = q.r * t / nt, j1 = q.r * (t + 1) / nt;
+      for (int64_t img = 0; img < q.n && j1 > j0; ++img) {
+        float* hi = h + img * q.rp;
+        for (int64_t j = j0; j < j1; ++j) hi[j] = q.b1[j] + dot16(q.w1.data() + j * q.cp, m + img * q.cp, q.cp);
+        apply_activation(q.act, hi + j0, j1 - j0);
+      }
+#pragma omp barrier
+      // Gate values: 16-channel chunks of W2's columns split over the threads.
+      const int64_t c0 = chunks * t / nt * 16, c1 = std::min(q.c, chunks * (t + 1) / nt * 16);
+      for (int64_t img = 0; img < q.n && c1 > c0; ++img) {
+        float* si = s + img * q.cp + c0;
+        axpys(q.w2t.data() + c0, q.cp, h + img * q.rp, q.r, q.b2.data() + c0, si, round_up(c1 - c0, 16));
+        apply_activation(q.gate, si, c1 - c0);
+        bound = std::max(bound, max_abs(si, c1 - c0, 1));
+        const int64_t row = bs == 1 ? q.c : round_up(q.c, bs);
+        std::memcpy(out + img * row + c0, si, static_cast<size_t>(c1 - c0) * sizeof(float));
+        if (bs > 1 && c1 == q.c) std::fill(out + img * row + q.c, out + (img + 1) * row, 0.f);
       }
     }
     ctx.res.set_out_bound(0, bound);
