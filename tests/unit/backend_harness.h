@@ -286,9 +286,12 @@ inline BackendRun run_case_on(const Backend& b, const OpCase& c, const std::vect
     Buffer scratch;
     if (fail.empty() && kern.value()->scratch_bytes()) {
       auto sp = b.allocate(kern.value()->scratch_bytes());
-      if (sp.is_ok())
+      if (sp.is_ok()) {
         scratch.owner = &b, scratch.ptr = sp.value();
-      else
+        if (b.device().is_cpu())  // NaN garbage, as in the buffers: a kernel must write before it reads
+          for (size_t i = 0; i < kern.value()->scratch_bytes() / 4; ++i)
+            static_cast<float*>(sp.value())[i] = std::nanf("");
+      } else
         fail = "scratch: " + sp.message();
     }
     RunResources res;

@@ -15,6 +15,7 @@
 #include <functional>
 #include <limits>
 
+#include "backend_harness.h"
 #include "onnx_model_builder.h"
 #include "op_test_util.h"
 #include "passes/pass.h"
@@ -55,6 +56,7 @@ struct Block {
   std::vector<float> w1_override;  // non-empty: W1's values (a NaN weight)
   bool plain_x = false;            // t = Relu(x) (c0 = c): X of the gate in the plain layout
   bool one_conv = false;           // LRASPP's head: squeeze -> Conv [c] -> gate, no hidden layer
+  bool relu_out = false;           // out = Relu(conv): oneDNN's Relu loses NaN unless the conv's guard sees it
   int64_t gate_channels = 0;       // > 0: W2 makes this many channels (1: a gate broadcast over C)
 };
 
@@ -105,7 +107,12 @@ ModelBuilder se_model(const Block& b, const std::function<void(ModelBuilder&)>& 
     a->set_f(1.f / 6);
   }
   mb.node("Mul", {"t", "s"}, {"y"});
-  mb.node("Conv", {"y", "w3"}, {"out"});
+  if (b.relu_out) {
+    mb.node("Conv", {"y", "w3"}, {"out0"});
+    mb.node("Relu", {"out0"}, {"out"});
+  } else {
+    mb.node("Conv", {"y", "w3"}, {"out"});
+  }
   if (edit) edit(mb);
   mb.output("out");
   return mb;
@@ -216,8 +223,9 @@ TEST(SqueezeExcite, NaNAndInfPropagateAsUnfused) {
       x.data_as<float>()[1 * b.c0 * b.h * b.w + 2 * b.h * b.w + 5] = bad;  // image 1, channel 2
       check_block(b, x, f.str() + " X holds " + std::to_string(bad));
     }
+  // X finite, S NaN: S's bound must say so, or the guarded conv + Relu behind the Mul makes it 0.
   Block b;
-  b.n = 3;
+  b.n = 3, b.relu_out = true;
   b.w1_override = randoms(b.r * b.c, 3, 0.5f);
   b.w1_override[5] = kNaN;
   check_block(b, random_tensor({b.n, b.c0, b.h, b.w}, 5, -2, 2), "NaN in W1");
@@ -295,6 +303,30 @@ TEST(SqueezeExcite, LeavesOtherPatterns) {
     ASSERT_TRUE(want.is_ok() && got.is_ok()) << c.why;
     for (size_t o = 0; o < want.value().size(); ++o) expect_close(got.value()[o], want.value()[o], c.why);
   }
+}
+
+// The op alone on every backend in every format it offers (X and S plain or nChw16c, padded lanes
+// at 20 and 40 channels, S's padding checked zero), with and without biases.
+TEST(SqueezeExcite, OpOnEveryBackendAndFormat) {
+  const std::vector<std::vector<int64_t>> shapes{{1, 20, 9, 7}, {3, 32, 48, 48}, {2, 40, 5, 5}};
+  uint32_t seed = 70;
+  for (const auto& x : shapes)
+    for (int form = 0; form < 3; ++form) {
+      const int64_t c = x[1], r = form == 2 ? 5 : 8;
+      OpCase k;
+      k.op = "SqueezeExcite";
+      k.domain = "com.infera";
+      const char* acts[][2] = {{"Swish", "Sigmoid"}, {"Relu", "HardSigmoid"}, {"HardSwish", "HardSigmoid"}};
+      k.attrs = {{"activation", attr_s(acts[form][0])}, {"gate", attr_s(acts[form][1])}};
+      if (form == 0) k.attrs["activation_alpha"] = attr_f(1.f);
+      if (form == 1) k.attrs["gate_alpha"] = attr_f(1.f / 6), k.attrs["gate_beta"] = attr_f(0.5f);
+      const bool biases = form != 2;
+      k.inputs = {random_tensor(x, seed++, -2, 2), random_tensor({r, c, 1, 1}, seed++),
+                  biases ? random_tensor({r}, seed++) : Tensor(), random_tensor({c, r, 1, 1}, seed++),
+                  biases ? random_tensor({c}, seed++) : Tensor()};
+      k.const_inputs = {1, 2, 3, 4};
+      check_case(k, "SqueezeExcite " + Shape::of(x).str() + " " + acts[form][0] + " " + acts[form][1]);
+    }
 }
 
 // GPU sessions do not run the pass (no GPU kernel takes the fused op).
