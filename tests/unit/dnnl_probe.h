@@ -2,7 +2,11 @@
 // are two algorithms to choose from (oneDNN 2.6 has Winograd on AVX-512 only, not on AVX2).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +14,7 @@
 #include "backend_harness.h"
 #include "backends/cpu/dnnl_backend.h"
 #include "backends/cpu/dnnl_internal.h"
+#include "op_test_util.h"
 #include "ops/infer.h"
 #include "ops/op.h"
 
@@ -62,6 +67,47 @@ inline std::string impl_of(const OpCase& c, Format f) {
   auto k = be.value()->create(req);
   if (!k.is_ok() || !k.value()) return "declined at creation";
   return k.value()->impl_name();
+}
+
+// Our own conv kernels' NaN / Inf contract in a chain of convs (a guarded oneDNN conv after them
+// trusts the bound they carry): the session `ours` and the reference session `ref`, both taking
+// inputs x [xd] and z [zd], run finite inputs and special values (NaN, Inf, 1e33) written into x or
+// z at 4 positions (x's at index * x_step) in turn; outputs equal where the reference gives NaN / Inf,
+// within 1e-3 relative elsewhere, and some case must give a NaN output (else it proves nothing).
+template <class S>
+void expect_specials_match(S& ours, S& ref, const std::vector<int64_t>& xd, const std::vector<int64_t>& zd,
+                           uint32_t seed, int64_t x_step) {
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
+  struct Special {
+    const char* what;
+    float x, z;  // written at a few positions (0: none)
+  };
+  const Special cases[] = {{"finite", 0, 0},      {"NaN in x", kNaN, 0}, {"finite again", 0, 0},
+                           {"NaN in z", 0, kNaN}, {"Inf in x", kInf, 0}, {"finite", 0, 0},
+                           {"Inf in z", 0, kInf}, {"large x", 1e33f, 0}, {"finite last", 0, 0}};
+  int nan_outputs = 0;
+  for (const Special& c : cases) {
+    Tensor x = random_tensor(xd, seed), z = random_tensor(zd, seed + 1);
+    for (int64_t i : {5, 300, 777, 2000}) {
+      if (c.x != 0) x.data_as<float>()[i * x_step] = c.x;
+      if (c.z != 0) z.data_as<float>()[i] = c.z;
+    }
+    auto a = ours->run({{"x", x}, {"z", z}});
+    auto b = ref->run({{"x", x}, {"z", z}});
+    ASSERT_TRUE(a.is_ok()) << c.what << ": " << a.message();
+    ASSERT_TRUE(b.is_ok()) << c.what << ": " << b.message();
+    const float* pa = a.value()[0].template data_as<float>();
+    const float* pb = b.value()[0].template data_as<float>();
+    int bad = 0;
+    for (int64_t i = 0; i < a.value()[0].numel() && bad < 5; ++i) {
+      const bool same = std::isnan(pb[i])   ? std::isnan(pa[i])
+                        : std::isinf(pb[i]) ? pa[i] == pb[i]
+                                            : std::fabs(pa[i] - pb[i]) <= 1e-3f * (1.f + std::fabs(pb[i]));
+      if (!same) ++bad, ADD_FAILURE() << c.what << ": out[" << i << "] = " << pa[i] << ", reference " << pb[i];
+      nan_outputs += std::isnan(pb[i]);
+    }
+  }
+  EXPECT_GT(nan_outputs, 0) << "no case made a NaN output: the test proves nothing";
 }
 
 }  // namespace infera::test

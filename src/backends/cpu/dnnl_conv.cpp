@@ -441,6 +441,28 @@ ConvPick pick_algorithm(const StepRequest& req, const ConvPlan& p, bool four, Fo
 
 }  // namespace
 
+bool own_conv_request(const StepRequest& req, OwnConv& c) {
+  c.op = dynamic_cast<const ConvOp*>(req.op);
+  if (!c.op || !req.has_in(0) || !req.has_in(1) || !req.inputs[1]->value || !req.has_out(0)) return false;
+  if (!all_float32(req) || req.slice_of(0).sliced()) return false;
+  c.x = req.in_dims(0), c.w = req.in_dims(1), c.y = req.out_dims(0);
+  if (c.x.size() != 4 || c.w.size() != 4 || c.y.size() != 4) return false;
+  const ConvAttrs& at = c.op->attrs();
+  std::vector<int64_t> yd;
+  if (!conv_resolve(at, c.x, c.w, c.pads, yd).is_ok() || yd != c.y) return false;
+  for (int64_t v : c.pads)
+    if (v < 0) return false;
+  for (int64_t v : at.dilations)
+    if (v != 1) return false;
+  for (int64_t v : c.y)
+    if (v <= 0) return false;
+  c.sh = at.strides.empty() ? 1 : at.strides[0], c.sw = at.strides.empty() ? 1 : at.strides[1];
+  c.has_bias = req.has_in(2), c.has_z = c.op->fused() && req.has_in(3);
+  if (c.has_bias && req.in_dims(2) != Dims{c.y[1]}) return false;
+  if (c.has_z && req.in_dims(3) != c.y) return false;
+  return c.op->fused() || req.inputs.size() <= 3;
+}
+
 double max_filter_abs_sum(const Tensor& w) {
   const int64_t per = w.numel() / std::max<int64_t>(1, w.dims()[0]);
   double smax = 0;

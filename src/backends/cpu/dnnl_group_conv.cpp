@@ -213,34 +213,21 @@ bool group8_enabled() {
 }  // namespace
 
 std::unique_ptr<DnnlKernel> group8_conv_create(const StepRequest& req) {
-  const auto* op = dynamic_cast<const ConvOp*>(req.op);
-  if (!op || !group8_enabled() || !req.has_in(0) || !req.has_in(1) || !req.inputs[1]->value || !req.has_out(0))
-    return nullptr;
-  if (!all_float32(req) || req.slice_of(0).sliced()) return nullptr;
-  const Dims x = req.in_dims(0), w = req.in_dims(1), y = req.out_dims(0);
-  const ConvAttrs& at = op->attrs();
-  const int64_t G = at.group;
-  if (x.size() != 4 || w.size() != 4 || y.size() != 4 || G < 2 || x[1] != 8 * G || w[0] != 8 * G || w[1] != 8)
-    return nullptr;
-  std::vector<int64_t> pads, yd;
-  if (!conv_resolve(at, x, w, pads, yd).is_ok() || yd != y) return nullptr;
-  for (int64_t v : pads)
-    if (v < 0) return nullptr;
-  for (int64_t v : at.dilations)
-    if (v != 1) return nullptr;
-  for (int64_t v : y)
-    if (v <= 0) return nullptr;
-  const bool has_bias = req.has_in(2), has_z = op->fused() && req.has_in(3);
-  if (has_bias && req.in_dims(2) != Dims{y[1]}) return nullptr;
-  if (has_z && req.in_dims(3) != y) return nullptr;
-  if (!op->fused() && req.inputs.size() > 3) return nullptr;
+  OwnConv c;
+  if (!group8_enabled() || !own_conv_request(req, c)) return nullptr;
+  const ConvOp* op = c.op;
+  const Dims &x = c.x, &w = c.w, &y = c.y;
+  const std::vector<int64_t>& pads = c.pads;
+  const bool has_bias = c.has_bias, has_z = c.has_z;
+  const int64_t G = op->attrs().group;
+  if (G < 2 || x[1] != 8 * G || w[0] != 8 * G || w[1] != 8) return nullptr;
   if (req.in_format(0) != Format::kNChw16c || req.out_format(0) != Format::kNChw16c ||
       (has_z && req.in_format(3) != Format::kNChw16c))
     return nullptr;
 
   Group8Geom g;
   g.N = x[0], g.CB = (x[1] + 15) / 16, g.H = x[2], g.W = x[3], g.OH = y[2], g.OW = y[3], g.KH = w[2], g.KW = w[3];
-  g.SH = at.strides.empty() ? 1 : at.strides[0], g.SW = at.strides.empty() ? 1 : at.strides[1];
+  g.SH = c.sh, g.SW = c.sw;
   g.PT = pads[0], g.PL = pads[1];
   if (g.SH > 2 || g.SW > 2) return nullptr;
   g.half_last = x[1] % 16 != 0;

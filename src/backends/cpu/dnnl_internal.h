@@ -14,6 +14,7 @@
 #include "backends/cpu/dnnl_backend.h"
 #include "backends/packed_weights.h"
 #include "ops/activation.h"
+#include "ops/conv.h"
 
 namespace infera::cpu {
 
@@ -210,6 +211,18 @@ OutputAs output_as(DnnlKernel& k, int slot, const memory::desc& given, const mem
 Support conv_query(const StepRequest& req);
 // max over output channels m of sum |W[m]| of a constant conv weight [M][...]: |conv(X)| <= |X| max
 // times it (+Inf when W is not finite).
+// What our own float conv kernels (the grouped 8x8 and the small-spatial ones) check alike before
+// they take a Conv / FusedConv step: float32, X not a slice, constant weights, X / W / Y 4-D, pads
+// that resolve to Y's shape and none negative, no dilation, Y not empty, bias [K] and residual of
+// Y's shape where present, no extra inputs on a plain Conv. False: not ours (the caller returns null).
+struct OwnConv {
+  const ConvOp* op = nullptr;
+  Dims x, w, y;
+  std::vector<int64_t> pads;
+  int64_t sh = 1, sw = 1;
+  bool has_bias = false, has_z = false;
+};
+bool own_conv_request(const StepRequest& req, OwnConv& c);
 double max_filter_abs_sum(const Tensor& w);
 // A conv kernel whose activation keeps NaN: its output's bound (RunResources) from its inputs' X
 // and Z when the run knows them, |X| max * smax + |Z| max + |B| max with room for rounding, as a

@@ -309,27 +309,15 @@ std::shared_ptr<PackedBlob> huge_blob(size_t bytes) {
 }  // namespace
 
 std::unique_ptr<DnnlKernel> smallspatial_conv_create(const StepRequest& req) {
-  const auto* op = dynamic_cast<const ConvOp*>(req.op);
   const SsMode mode = smallspatial_mode();
-  if (!op || mode == SsMode::kOff || !req.has_in(0) || !req.has_in(1) || !req.inputs[1]->value || !req.has_out(0))
-    return nullptr;
-  if (!all_float32(req) || req.slice_of(0).sliced()) return nullptr;
-  const Dims x = req.in_dims(0), w = req.in_dims(1), y = req.out_dims(0);
-  const ConvAttrs& at = op->attrs();
-  if (x.size() != 4 || w.size() != 4 || y.size() != 4 || at.group != 1 || w[1] != x[1]) return nullptr;
+  OwnConv c;
+  if (mode == SsMode::kOff || !own_conv_request(req, c)) return nullptr;
+  const ConvOp* op = c.op;
+  const Dims &x = c.x, &w = c.w, &y = c.y;
+  const std::vector<int64_t>& pads = c.pads;
+  const bool has_bias = c.has_bias, has_z = c.has_z;
+  if (op->attrs().group != 1 || w[1] != x[1]) return nullptr;
   if (!((w[2] == 1 && w[3] == 1) || (w[2] == 3 && w[3] == 3))) return nullptr;
-  std::vector<int64_t> pads, yd;
-  if (!conv_resolve(at, x, w, pads, yd).is_ok() || yd != y) return nullptr;
-  for (int64_t v : pads)
-    if (v < 0) return nullptr;
-  for (int64_t v : at.dilations)
-    if (v != 1) return nullptr;
-  for (int64_t v : y)
-    if (v <= 0) return nullptr;
-  const bool has_bias = req.has_in(2), has_z = op->fused() && req.has_in(3);
-  if (has_bias && req.in_dims(2) != Dims{y[1]}) return nullptr;
-  if (has_z && req.in_dims(3) != y) return nullptr;
-  if (!op->fused() && req.inputs.size() > 3) return nullptr;
   auto ours = [](Format f) { return f == Format::kNChw16c || f == Format::kPlain; };
   if (!ours(req.in_format(0)) || !ours(req.out_format(0)) || (has_z && !ours(req.in_format(3)))) return nullptr;
 
@@ -337,7 +325,7 @@ std::unique_ptr<DnnlKernel> smallspatial_conv_create(const StepRequest& req) {
   g.N = x[0], g.C = x[1], g.CB = (x[1] + 15) / 16, g.H = x[2], g.W = x[3];
   g.M = y[1], g.MB = (y[1] + 15) / 16, g.OH = y[2], g.OW = y[3], g.P = y[2] * y[3], g.NP = y[0] * y[2] * y[3];
   g.KH = w[2], g.KW = w[3];
-  g.SH = at.strides.empty() ? 1 : at.strides[0], g.SW = at.strides.empty() ? 1 : at.strides[1];
+  g.SH = c.sh, g.SW = c.sw;
   g.PT = pads[0], g.PL = pads[1];
   if (g.NP > kMaxPixels || g.SH > 2 || g.SW > 2) return nullptr;
   if (mode == SsMode::kRule && !smallspatial_worth(g.C, g.M, g.KH * g.KW)) return nullptr;
