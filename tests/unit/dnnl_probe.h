@@ -69,6 +69,51 @@ inline std::string impl_of(const OpCase& c, Format f) {
   return k.value()->impl_name();
 }
 
+// Our own AVX-512 conv kernels (grouped 8x8, small-spatial) run here: AVX-512 and nChw16c blocks.
+inline bool own_avx512_conv_here() {
+  return __builtin_cpu_supports("avx512f") && dnnl_blocked_format() == Format::kNChw16c;
+}
+
+// A Conv (act "" and no z) or FusedConv case for those kernels' tests: x [N, C, H, W], m filters of
+// C / group channels, kh x kw; bias (constant when bias_const), residual Z of Y's shape; weights
+// uniform in [-w_range, w_range].
+inline OpCase conv_op_case(const std::vector<int64_t>& x, int64_t m, int64_t group, int64_t kh, int64_t kw,
+                           const std::vector<int64_t>& pads, const std::vector<int64_t>& strides, uint32_t seed,
+                           const std::string& act, bool bias, bool z, bool bias_const, const std::vector<int64_t>& dil,
+                           float w_range = 1.f) {
+  OpCase c;
+  const bool fused = !act.empty() || z;
+  c.op = fused ? "FusedConv" : "Conv";
+  c.domain = fused ? "com.infera" : "";
+  c.attrs = {{"pads", attr_ints(pads)}, {"strides", attr_ints(strides)}};
+  if (group != 1) c.attrs["group"] = attr_i(group);
+  if (dil != std::vector<int64_t>{1, 1}) c.attrs["dilations"] = attr_ints(dil);
+  if (!act.empty()) c.attrs["activation"] = attr_s(act);
+  if (act == "LeakyRelu") c.attrs["activation_alpha"] = attr_f(0.1f);
+  if (act == "Clip") c.attrs["activation_alpha"] = attr_f(-0.3f), c.attrs["activation_beta"] = attr_f(0.4f);
+  c.inputs = {random_tensor(x, seed), random_tensor({m, x[1] / group, kh, kw}, seed + 1, -w_range, w_range)};
+  c.inputs.push_back(bias ? random_tensor({m}, seed + 2) : Tensor());
+  c.const_inputs = bias && bias_const ? std::vector<int>{1, 2} : std::vector<int>{1};
+  if (z) {
+    const int64_t oh = (x[2] + pads[0] + pads[2] - ((kh - 1) * dil[0] + 1)) / strides[0] + 1;
+    const int64_t ow = (x[3] + pads[1] + pads[3] - ((kw - 1) * dil[1] + 1)) / strides[1] + 1;
+    c.inputs.push_back(random_tensor({x[0], m, oh, ow}, seed + 3));
+  }
+  return c;
+}
+
+// A conv case's description for failure messages: op, X and W shapes, pads, strides, bias.
+inline std::string conv_case_what(const OpCase& c, const std::string& extra) {
+  auto ints = [&](const char* name) {
+    std::string r = std::string(" ") + name;
+    for (int64_t v : c.attrs.at(name).ints) r += " " + std::to_string(v);
+    return r;
+  };
+  std::string s = c.op + " X" + Shape::of(c.inputs[0].dims()).str() + " W" + Shape::of(c.inputs[1].dims()).str() +
+                  ints("pads") + ints("strides");
+  return s + (c.inputs[2].empty() ? " no bias" : "") + (extra.empty() ? "" : " " + extra);
+}
+
 // Our own conv kernels' NaN / Inf contract in a chain of convs (a guarded oneDNN conv after them
 // trusts the bound they carry): the session `ours` and the reference session `ref`, both taking
 // inputs x [xd] and z [zd], run finite inputs and special values (NaN, Inf, 1e33) written into x or

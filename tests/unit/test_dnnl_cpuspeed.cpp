@@ -149,8 +149,6 @@ TEST(DnnlConv, DeadTapWithNonFiniteWeightIsKept) {
 // ---- Grouped convs of 8 input and 8 output channels per group (RegNet's group width 8): our own
 // AVX-512 loop in nChw16c (dnnl_group_conv.cpp), oneDNN's elsewhere.
 
-bool group8_kernel_here() { return __builtin_cpu_supports("avx512f") && dnnl_blocked_format() == Format::kNChw16c; }
-
 struct G8Shape {
   std::vector<int64_t> x;  // N, C, H, W
   int64_t kh, kw;
@@ -164,36 +162,8 @@ OpCase group8_case(const std::vector<int64_t>& x, int64_t kh, int64_t kw, const 
                    const std::vector<int64_t>& strides, uint32_t seed, const std::string& act = "", bool bias = true,
                    bool z = false, int64_t width = 8, int64_t out_width = 8, std::vector<int64_t> dil = {1, 1},
                    bool bias_const = true) {
-  const int64_t group = x[1] / width, m = group * out_width;
-  OpCase c;
-  const bool fused = !act.empty() || z;
-  c.op = fused ? "FusedConv" : "Conv";
-  c.domain = fused ? "com.infera" : "";
-  c.attrs = {{"pads", attr_ints(pads)}, {"strides", attr_ints(strides)}, {"group", attr_i(group)}};
-  if (dil != std::vector<int64_t>{1, 1}) c.attrs["dilations"] = attr_ints(dil);
-  if (!act.empty()) c.attrs["activation"] = attr_s(act);
-  if (act == "LeakyRelu") c.attrs["activation_alpha"] = attr_f(0.1f);
-  if (act == "Clip") c.attrs["activation_alpha"] = attr_f(-0.3f), c.attrs["activation_beta"] = attr_f(0.4f);
-  c.inputs = {random_tensor(x, seed), random_tensor({m, width, kh, kw}, seed + 1)};
-  c.inputs.push_back(bias ? random_tensor({m}, seed + 2) : Tensor());
-  c.const_inputs = bias && bias_const ? std::vector<int>{1, 2} : std::vector<int>{1};
-  if (z) {
-    const int64_t oh = (x[2] + pads[0] + pads[2] - ((kh - 1) * dil[0] + 1)) / strides[0] + 1;
-    const int64_t ow = (x[3] + pads[1] + pads[3] - ((kw - 1) * dil[1] + 1)) / strides[1] + 1;
-    c.inputs.push_back(random_tensor({x[0], m, oh, ow}, seed + 3));
-  }
-  return c;
-}
-
-std::string g8_what(const OpCase& c, const std::string& extra) {
-  auto ints = [&](const char* name) {
-    std::string r = std::string(" ") + name;
-    for (int64_t v : c.attrs.at(name).ints) r += " " + std::to_string(v);
-    return r;
-  };
-  std::string s = c.op + " X" + Shape::of(c.inputs[0].dims()).str() + " W" + Shape::of(c.inputs[1].dims()).str() +
-                  ints("pads") + ints("strides");
-  return s + (c.inputs[2].empty() ? " no bias" : "") + (extra.empty() ? "" : " " + extra);
+  const int64_t group = x[1] / width;
+  return conv_op_case(x, group * out_width, group, kh, kw, pads, strides, seed, act, bias, z, bias_const, dil);
 }
 
 TEST(DnnlConv, GroupsOfEightRunOurKernel) {
@@ -229,10 +199,10 @@ TEST(DnnlConv, GroupsOfEightRunOurKernel) {
       const bool fused = (v + i) % 2 == 1;
       OpCase c = group8_case(s.x, s.kh, s.kw, s.pads, s.strides, seed, fused ? "Relu" : "", v == 0);
       seed += 4;
-      const std::string what = g8_what(c, fused ? "+ Relu" : "");
+      const std::string what = conv_case_what(c, fused ? "+ Relu" : "");
       check_case(c, what);
       const std::string impl = impl_of(c, dnnl_blocked_format());
-      if (group8_kernel_here()) {
+      if (own_avx512_conv_here()) {
         EXPECT_TRUE(has(impl, std::string("infera group conv 8x8 avx512 (") + s.variant)) << what << ": " << impl;
         EXPECT_TRUE(has(impl, fused ? "dnnl fused conv" : "dnnl conv")) << what << ": " << impl;
         taken += has(impl, "infera group conv");
@@ -240,7 +210,7 @@ TEST(DnnlConv, GroupsOfEightRunOurKernel) {
       // Plain X and Y: oneDNN's conv.
       EXPECT_FALSE(has(impl_of(c, Format::kPlain), "infera group conv")) << what;
     }
-  if (group8_kernel_here()) EXPECT_EQ(taken, 34);
+  if (own_avx512_conv_here()) EXPECT_EQ(taken, 34);
 }
 
 TEST(DnnlConv, GroupsOfEightFusedEpilogues) {
@@ -261,10 +231,10 @@ TEST(DnnlConv, GroupsOfEightFusedEpilogues) {
       OpCase c = group8_case({2, 104, 9, 11}, 3, 3, {1, 1, 1, 1}, {stride, stride}, seed, e.act, true, e.z, 8, 8,
                              {1, 1}, e.bias_const);
       seed += 4;
-      const std::string what =
-          g8_what(c, std::string("+ ") + (e.z ? "Z " : "") + e.act + (e.bias_const ? "" : " (bias not constant)"));
+      const std::string what = conv_case_what(
+          c, std::string("+ ") + (e.z ? "Z " : "") + e.act + (e.bias_const ? "" : " (bias not constant)"));
       auto runs = check_case(c, what);
-      if (!group8_kernel_here()) continue;
+      if (!own_avx512_conv_here()) continue;
       const std::string impl = impl_of(c, dnnl_blocked_format());
       EXPECT_TRUE(has(impl, "dnnl fused conv infera group conv 8x8 avx512")) << what << ": " << impl;
       // Y in Z's buffer (the planner's in-place residual) is among the harness's modes.
@@ -297,12 +267,12 @@ TEST(DnnlConv, GroupsOfEightKeepNanAndInf) {
         const float v = ref.value()[0].data_as<float>()[i];
         nan += std::isnan(v), inf += std::isinf(v), finite += std::isfinite(v);
       }
-      const std::string what = g8_what(c, std::string("+ ") + (z ? "Z " : "") + "Relu, NaN and Inf in X");
+      const std::string what = conv_case_what(c, std::string("+ ") + (z ? "Z " : "") + "Relu, NaN and Inf in X");
       EXPECT_GT(nan, 10) << what << ": the reference keeps no NaN: the case proves nothing";
       EXPECT_GT(inf, 0) << what;
       EXPECT_GT(finite, nan + inf) << what;
       check_case(c, what);
-      if (group8_kernel_here()) EXPECT_TRUE(has(impl_of(c, dnnl_blocked_format()), "infera group conv")) << what;
+      if (own_avx512_conv_here()) EXPECT_TRUE(has(impl_of(c, dnnl_blocked_format()), "infera group conv")) << what;
     }
 }
 
@@ -322,7 +292,7 @@ TEST(DnnlConv, GroupsOfEightDeclineOtherShapes) {
   for (const D& d : ds) {
     OpCase c = group8_case(d.x, 3, 3, {1, 1, 1, 1}, d.strides, seed, "Relu", true, false, d.width, d.out_width, d.dil);
     seed += 4;
-    const std::string what = g8_what(c, "dil " + std::to_string(d.dil[0]));
+    const std::string what = conv_case_what(c, "dil " + std::to_string(d.dil[0]));
     check_case(c, what);
     const std::string impl = impl_of(c, dnnl_blocked_format());
     EXPECT_FALSE(has(impl, "infera group conv")) << what << ": " << impl;
@@ -377,7 +347,7 @@ TEST(DnnlConv, GroupsOfEightCarryBounds) {
   ASSERT_TRUE(rep.is_ok()) << rep.message();
   int ours = 0;
   for (const auto& st : rep.value().step_list) ours += has(st.impl, "infera group conv");
-  if (group8_kernel_here()) EXPECT_EQ(ours, 2) << "the grouped convs did not take our kernel";
+  if (own_avx512_conv_here()) EXPECT_EQ(ours, 2) << "the grouped convs did not take our kernel";
   expect_specials_match(dnnl.value(), ref.value(), {1, C, 8, 8}, {1, C, 8, 8}, 9100, 1);
 }
 

@@ -17,8 +17,6 @@
 namespace infera::test {
 namespace {
 
-bool kernel_here() { return __builtin_cpu_supports("avx512f") && dnnl_blocked_format() == Format::kNChw16c; }
-
 // The small shapes below run the loop only with INFERA_SMALLSPATIAL_CONV=all (the backend's rule
 // takes large weights only: RuleTakesLargeWeights checks it).
 class SmallSpatialConv : public ::testing::Test {
@@ -40,39 +38,9 @@ struct SsShape {
 // residual Z of Y's shape.
 OpCase ss_case(const SsShape& s, uint32_t seed, const std::string& act = "", bool bias = true, bool z = false,
                bool bias_const = true, std::vector<int64_t> dil = {1, 1}, int64_t group = 1) {
-  OpCase c;
-  const bool fused = !act.empty() || z;
-  c.op = fused ? "FusedConv" : "Conv";
-  c.domain = fused ? "com.infera" : "";
-  c.attrs = {{"pads", attr_ints(s.pads)}, {"strides", attr_ints(s.strides)}};
-  if (group != 1) c.attrs["group"] = attr_i(group);
-  if (dil != std::vector<int64_t>{1, 1}) c.attrs["dilations"] = attr_ints(dil);
-  if (!act.empty()) c.attrs["activation"] = attr_s(act);
-  if (act == "LeakyRelu") c.attrs["activation_alpha"] = attr_f(0.1f);
-  if (act == "Clip") c.attrs["activation_alpha"] = attr_f(-0.3f), c.attrs["activation_beta"] = attr_f(0.4f);
   // Weights scaled so that sums of hundreds of products stay near 1 (the activations' range).
   const float ws = 1.f / std::sqrt(static_cast<float>(s.x[1] / group * s.k * s.k));
-  c.inputs = {random_tensor(s.x, seed), random_tensor({s.m, s.x[1] / group, s.k, s.k}, seed + 1, -ws, ws)};
-  c.inputs.push_back(bias ? random_tensor({s.m}, seed + 2) : Tensor());
-  c.const_inputs = bias && bias_const ? std::vector<int>{1, 2} : std::vector<int>{1};
-  if (z) {
-    const int64_t ek = (s.k - 1) * dil[0] + 1;
-    const int64_t oh = (s.x[2] + s.pads[0] + s.pads[2] - ek) / s.strides[0] + 1;
-    const int64_t ow = (s.x[3] + s.pads[1] + s.pads[3] - ek) / s.strides[1] + 1;
-    c.inputs.push_back(random_tensor({s.x[0], s.m, oh, ow}, seed + 3));
-  }
-  return c;
-}
-
-std::string ss_what(const OpCase& c, const std::string& extra) {
-  auto ints = [&](const char* name) {
-    std::string r = std::string(" ") + name;
-    for (int64_t v : c.attrs.at(name).ints) r += " " + std::to_string(v);
-    return r;
-  };
-  std::string s = c.op + " X" + Shape::of(c.inputs[0].dims()).str() + " W" + Shape::of(c.inputs[1].dims()).str() +
-                  ints("pads") + ints("strides");
-  return s + (c.inputs[2].empty() ? " no bias" : "") + (extra.empty() ? "" : " " + extra);
+  return conv_op_case(s.x, s.m, group, s.k, s.k, s.pads, s.strides, seed, act, bias, z, bias_const, dil, ws);
 }
 
 const SsShape kShapes[] = {
@@ -101,20 +69,20 @@ TEST_F(SmallSpatialConv, RunsOurKernel) {
       const bool fused = (v + i) % 2 == 1;
       OpCase c = ss_case(s, seed, fused ? "Relu" : "", v == 0);
       seed += 4;
-      const std::string what = ss_what(c, fused ? "+ Relu" : "");
+      const std::string what = conv_case_what(c, fused ? "+ Relu" : "");
       check_case(c, what);
       const std::string impl = impl_of(c, dnnl_blocked_format());
-      if (kernel_here()) {
+      if (own_avx512_conv_here()) {
         EXPECT_TRUE(has(impl, std::string("infera small-spatial conv avx512 (") + s.variant)) << what << ": " << impl;
         EXPECT_TRUE(has(impl, fused ? "dnnl fused conv" : "dnnl conv")) << what << ": " << impl;
         taken += has(impl, "infera small-spatial conv");
       }
-      if (kernel_here()) {  // plain X and Y (the planner gives some): the columns transpose X, Y is scattered
+      if (own_avx512_conv_here()) {  // plain X and Y (the planner gives some): the columns transpose X, Y is scattered
         const std::string plain = impl_of(c, Format::kPlain);
         EXPECT_TRUE(has(plain, "infera small-spatial conv avx512 (columns")) << what << ": " << plain;
       }
     }
-  if (kernel_here()) EXPECT_EQ(taken, static_cast<int>(2 * std::size(kShapes)));
+  if (own_avx512_conv_here()) EXPECT_EQ(taken, static_cast<int>(2 * std::size(kShapes)));
 }
 
 TEST_F(SmallSpatialConv, EveryFusedActivationAndResidual) {
@@ -139,9 +107,9 @@ TEST_F(SmallSpatialConv, EveryFusedActivationAndResidual) {
         OpCase c = ss_case(s, seed, act, true, z, bias_const);
         seed += 4;
         const std::string what =
-            ss_what(c, std::string("+ ") + (z ? "Z " : "") + act + (bias_const ? "" : " (bias not constant)"));
+            conv_case_what(c, std::string("+ ") + (z ? "Z " : "") + act + (bias_const ? "" : " (bias not constant)"));
         auto runs = check_case(c, what);
-        if (!kernel_here()) continue;
+        if (!own_avx512_conv_here()) continue;
         const std::string impl = impl_of(c, dnnl_blocked_format());
         EXPECT_TRUE(has(impl, "dnnl fused conv infera small-spatial conv")) << what << ": " << impl;
         if (z) EXPECT_GE(runs["dnnl"].modes, 5) << what;  // Y in Z's buffer is among the modes
@@ -174,12 +142,13 @@ TEST_F(SmallSpatialConv, KeepNanAndInf) {
           const float v = ref.value()[0].data_as<float>()[i];
           nan += std::isnan(v), finite += std::isfinite(v);
         }
-        const std::string what =
-            ss_what(c, std::string("+ ") + (z ? "Z " : "") + (*act ? act : "no activation") + ", NaN and Inf in X");
+        const std::string what = conv_case_what(
+            c, std::string("+ ") + (z ? "Z " : "") + (*act ? act : "no activation") + ", NaN and Inf in X");
         EXPECT_GT(nan, 10) << what << ": the reference keeps no NaN: the case proves nothing";
         EXPECT_GT(finite, 0) << what;
         check_case(c, what);
-        if (kernel_here()) EXPECT_TRUE(has(impl_of(c, dnnl_blocked_format()), "infera small-spatial conv")) << what;
+        if (own_avx512_conv_here())
+          EXPECT_TRUE(has(impl_of(c, dnnl_blocked_format()), "infera small-spatial conv")) << what;
       }
 }
 
@@ -199,7 +168,7 @@ TEST_F(SmallSpatialConv, DeclinesOtherShapes) {
   for (const D& d : ds) {
     OpCase c = ss_case(d.s, seed, "Relu", true, false, true, d.dil, d.group);
     seed += 4;
-    const std::string what = ss_what(c, "dil " + std::to_string(d.dil[0]) + " group " + std::to_string(d.group));
+    const std::string what = conv_case_what(c, "dil " + std::to_string(d.dil[0]) + " group " + std::to_string(d.group));
     check_case(c, what);
     const std::string impl = impl_of(c, dnnl_blocked_format());
     EXPECT_FALSE(has(impl, "infera small-spatial")) << what << ": " << impl;
@@ -225,10 +194,10 @@ TEST(SmallSpatialConvRule, TakesLargeWeights) {
   for (const R& r : rs) {
     OpCase c = ss_case(r.s, seed, "Relu");
     seed += 4;
-    const std::string what = ss_what(c, "+ Relu");
+    const std::string what = conv_case_what(c, "+ Relu");
     check_case(c, what);
     const std::string impl = impl_of(c, dnnl_blocked_format());
-    EXPECT_EQ(has(impl, "infera small-spatial conv"), r.taken && kernel_here()) << what << ": " << impl;
+    EXPECT_EQ(has(impl, "infera small-spatial conv"), r.taken && own_avx512_conv_here()) << what << ": " << impl;
   }
 }
 
@@ -281,7 +250,7 @@ TEST_F(SmallSpatialConv, CarryBounds) {
     impls += "\n  " + st.impl;
   }
   // zc (from the plain input z), s1 and s2.
-  if (kernel_here()) EXPECT_EQ(ours, 3) << "the 7x7 convs did not take our kernel:" << impls;
+  if (own_avx512_conv_here()) EXPECT_EQ(ours, 3) << "the 7x7 convs did not take our kernel:" << impls;
   expect_specials_match(dnnl.value(), ref.value(), {1, C, 14, 14}, {1, C, 7, 7}, 13000, 4);
 }
 
