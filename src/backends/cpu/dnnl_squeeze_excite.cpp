@@ -55,30 +55,22 @@ bool plan_se(const StepRequest& req, SePlan& p, bool pack) {
   return true;
 }
 
-// mean over hw pixels of `lanes` (8 or 16) interleaved channels (a blocked layout's channel block)
-INFERA_CLONES void mean_block16(const float* x, int64_t hw, float* out) {
-  float a[4][16] = {};
+// mean over hw pixels of L (8 or 16) interleaved channels (a blocked layout's channel block); inlined
+// into one clone-dispatched function per L
+template <int L>
+inline __attribute__((always_inline)) void mean_block(const float* x, int64_t hw, float* out) {
+  float a[4][L] = {};
   int64_t i = 0;
   for (; i + 4 <= hw; i += 4)
     for (int u = 0; u < 4; ++u)
-      for (int l = 0; l < 16; ++l) a[u][l] += x[(i + u) * 16 + l];
+      for (int l = 0; l < L; ++l) a[u][l] += x[(i + u) * L + l];
   for (; i < hw; ++i)
-    for (int l = 0; l < 16; ++l) a[0][l] += x[i * 16 + l];
+    for (int l = 0; l < L; ++l) a[0][l] += x[i * L + l];
   const float inv = 1.f / static_cast<float>(hw);
-  for (int l = 0; l < 16; ++l) out[l] = ((a[0][l] + a[1][l]) + (a[2][l] + a[3][l])) * inv;
+  for (int l = 0; l < L; ++l) out[l] = ((a[0][l] + a[1][l]) + (a[2][l] + a[3][l])) * inv;
 }
-
-INFERA_CLONES void mean_block8(const float* x, int64_t hw, float* out) {
-  float a[4][8] = {};
-  int64_t i = 0;
-  for (; i + 4 <= hw; i += 4)
-    for (int u = 0; u < 4; ++u)
-      for (int l = 0; l < 8; ++l) a[u][l] += x[(i + u) * 8 + l];
-  for (; i < hw; ++i)
-    for (int l = 0; l < 8; ++l) a[0][l] += x[i * 8 + l];
-  const float inv = 1.f / static_cast<float>(hw);
-  for (int l = 0; l < 8; ++l) out[l] = ((a[0][l] + a[1][l]) + (a[2][l] + a[3][l])) * inv;
-}
+INFERA_CLONES void mean_block16(const float* x, int64_t hw, float* out) { mean_block<16>(x, hw, out); }
+INFERA_CLONES void mean_block8(const float* x, int64_t hw, float* out) { mean_block<8>(x, hw, out); }
 
 // mean of one contiguous plane (plain layout)
 INFERA_CLONES float mean_plane(const float* x, int64_t hw) {
