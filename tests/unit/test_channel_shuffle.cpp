@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "graph_builder.h"
 #include "onnx_model_builder.h"
 #include "op_test_util.h"
 #include "ops/infer.h"
@@ -19,40 +20,10 @@ Tensor i64s(std::vector<int64_t> v) {
   return make_tensor<int64_t>(DataType::kInt64, {static_cast<int64_t>(v.size())}, v);
 }
 
-struct Builder {
-  Graph g;
-  int count = 0;
-  explicit Builder(int64_t opset = 13) {
-    g.opset = opset;
-    g.ir_version = 8;
-    g.source = "test";
-  }
-  int input(const std::string& name, Shape s, DataType dt = DataType::kFloat32) {
-    int v = g.add_value(name, dt, std::move(s));
-    g.inputs.push_back(v);
-    return v;
-  }
-  int input(const std::string& name, std::vector<int64_t> dims) { return input(name, Shape::of(dims)); }
-  int constant(Tensor t) {
-    int v = g.add_value("c" + std::to_string(count++), t.dtype(), Shape::of(t.dims()));
-    g.values[v].constant = std::make_shared<const Tensor>(std::move(t));
-    return v;
-  }
-  std::vector<int> node_n(const std::string& op, std::vector<int> ins, int nout,
-                          std::map<std::string, Attribute> attrs = {}) {
-    Node n;
-    n.name = op + "_" + std::to_string(count++);
-    n.op_type = op;
-    n.inputs = std::move(ins);
-    n.attrs = std::move(attrs);
-    for (int o = 0; o < nout; ++o) n.outputs.push_back(g.add_value(n.name + "_out" + std::to_string(o)));
-    std::vector<int> outs = n.outputs;
-    g.add_node(std::move(n));
-    return outs;
-  }
-  int node(const std::string& op, std::vector<int> ins, std::map<std::string, Attribute> attrs = {}) {
-    return node_n(op, std::move(ins), 1, std::move(attrs))[0];
-  }
+struct Builder : GraphBuilder {
+  explicit Builder(int64_t opset = 13) : GraphBuilder(opset) {}
+  using GraphBuilder::constant;
+  int constant(Tensor t) { return constant("c" + std::to_string(count++), std::move(t)); }
   int slice(int x, int64_t start, int64_t end, int64_t axis = 1, int64_t step = 1) {
     return node("Slice",
                 {x, constant(i64s({start})), constant(i64s({end})), constant(i64s({axis})), constant(i64s({step}))});

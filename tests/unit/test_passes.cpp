@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "graph_builder.h"
 #include "op_test_util.h"
 #include "ops/conv.h"
 #include "ops/infer.h"
@@ -26,43 +27,8 @@ Tensor f32s(std::vector<int64_t> dims, std::vector<float> v) { return make_tenso
 int64_t big_end() { return std::numeric_limits<int64_t>::max(); }
 Tensor scalar_bool(bool b) { return make_tensor<bool>(DataType::kBool, {}, {b}); }
 
-struct Builder {
-  Graph g;
-  int count = 0;
-  explicit Builder(int64_t opset = 17) {
-    g.opset = opset;
-    g.ir_version = 8;
-    g.source = "test";
-  }
-  int input(const std::string& name, Shape s, DataType dt = kF32) {
-    int v = g.add_value(name, dt, std::move(s));
-    g.inputs.push_back(v);
-    return v;
-  }
-  int input(const std::string& name, std::vector<int64_t> dims) { return input(name, Shape::of(dims)); }
-  int constant(const std::string& name, Tensor t) {
-    int v = g.add_value(name, t.dtype(), Shape::of(t.dims()));
-    g.values[v].constant = std::make_shared<const Tensor>(std::move(t));
-    return v;
-  }
-  std::vector<int> node_n(const std::string& op, std::vector<int> ins, int nout,
-                          std::map<std::string, Attribute> attrs = {}, const std::string& domain = "") {
-    Node n;
-    n.name = op + "_" + std::to_string(count++);
-    n.op_type = op;
-    n.domain = domain;
-    n.inputs = std::move(ins);
-    n.attrs = std::move(attrs);
-    for (int o = 0; o < nout; ++o) n.outputs.push_back(g.add_value(n.name + "_out" + std::to_string(o)));
-    std::vector<int> outs = n.outputs;
-    g.add_node(std::move(n));
-    return outs;
-  }
-  int node(const std::string& op, std::vector<int> ins, std::map<std::string, Attribute> attrs = {}) {
-    return node_n(op, std::move(ins), 1, std::move(attrs))[0];
-  }
-  // Names the value as a graph output (renaming it so tests can read outputs by name).
-  void output(int v) { g.outputs.push_back(v); }
+struct Builder : GraphBuilder {
+  explicit Builder(int64_t opset = 17) : GraphBuilder(opset) {}
 };
 
 Status prepare(Graph& g) {
