@@ -252,6 +252,24 @@ Support binary_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> binary_create(const StepRequest& req);
 Support softmax_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> softmax_create(const StepRequest& req);
+// A step that is a list of memcpys from its inputs into its outputs (the Concat of contiguous runs,
+// the channel shuffle): add() splits each run into pieces of at most 64 KiB, shared by the threads
+// when the whole copy reaches 256 KiB (below, waking them costs more than the copy); attach() makes
+// the list k's work.
+class CopyPieces {
+ public:
+  void add(int in, size_t src, int out, size_t dst, size_t bytes);
+  size_t size() const { return pieces_.size(); }
+  void attach(DnnlKernel& k) &&;
+
+ private:
+  struct Piece {
+    int in, out;
+    size_t src, dst, bytes;
+  };
+  std::vector<Piece> pieces_;
+  size_t total_ = 0;
+};
 Support concat_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> concat_create(const StepRequest& req);
 // Transpose: the 4-D channel moves (0,2,3,1) / (0,3,1,2) as one reorder, the 4-D side blocked or plain.

@@ -153,35 +153,18 @@ std::unique_ptr<DnnlKernel> copy_concat_create(const StepRequest& req, const Con
     run[i] = r;
     out_run += r;
   }
-  struct Piece {
-    int input;
-    size_t src, dst, bytes;
-  };
-  constexpr size_t kPiece = 64 << 10;
-  std::vector<Piece> pieces;
+  CopyPieces pieces;
   for (int64_t o = 0; o < outer; ++o) {
     size_t dst = static_cast<size_t>(o) * out_run;
     for (size_t i = 0; i < run.size(); ++i) {
-      const size_t src = static_cast<size_t>(o) * run[i];
-      for (size_t b = 0; b < run[i]; b += kPiece)
-        pieces.push_back({static_cast<int>(i), src + b, dst + b, std::min(kPiece, run[i] - b)});
+      pieces.add(static_cast<int>(i), static_cast<size_t>(o) * run[i], 0, dst, run[i]);
       dst += run[i];
     }
   }
-  const size_t total = static_cast<size_t>(outer) * out_run;
   auto k = std::make_unique<DnnlKernel>("dnnl concat");
   k->set_impl(std::string("infera copy (") + (f == Format::kPlain ? "plain" : "blocked") + ", " +
               std::to_string(pieces.size()) + " pieces)");
-  k->set_after([pieces, total](ComputeContext& ctx) {
-    char* out = static_cast<char*>(ctx.out(0).data);
-    const int n = static_cast<int>(pieces.size());
-    // Threads only where the copy outweighs waking them (~0.25 MiB).
-#pragma omp parallel for schedule(static) num_threads(std::max(1, ctx.num_threads)) if (total >= (256u << 10) && n > 1)
-    for (int j = 0; j < n; ++j) {
-      const Piece& q = pieces[static_cast<size_t>(j)];
-      std::memcpy(out + q.dst, static_cast<const char*>(ctx.in(q.input).data) + q.src, q.bytes);
-    }
-  });
+  std::move(pieces).attach(*k);
   return k;
 }
 
@@ -280,6 +263,25 @@ std::unique_ptr<DnnlKernel> transpose_create(const StepRequest& req) {
   k->set_impl(pd.impl_info_str());
   k->add_step(reorder(pd), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
   return k;
+}
+
+void CopyPieces::add(int in, size_t src, int out, size_t dst, size_t bytes) {
+  constexpr size_t kPiece = 64 << 10;
+  for (size_t b = 0; b < bytes; b += kPiece)
+    pieces_.push_back({in, out, src + b, dst + b, std::min(kPiece, bytes - b)});
+  total_ += bytes;
+}
+
+void CopyPieces::attach(DnnlKernel& k) && {
+  k.set_after([pieces = std::move(pieces_), total = total_](ComputeContext& ctx) {
+    const int n = static_cast<int>(pieces.size());
+#pragma omp parallel for schedule(static) num_threads(std::max(1, ctx.num_threads)) if (total >= (256u << 10) && n > 1)
+    for (int j = 0; j < n; ++j) {
+      const Piece& q = pieces[static_cast<size_t>(j)];
+      std::memcpy(static_cast<char*>(ctx.out(q.out).data) + q.dst, static_cast<const char*>(ctx.in(q.in).data) + q.src,
+                  q.bytes);
+    }
+  });
 }
 
 }  // namespace infera::cpu
