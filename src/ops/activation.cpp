@@ -93,15 +93,30 @@ Activation activation_default(ActKind k) {
 
 const char* activation_name(ActKind k) { return activation_def(k).op_type; }
 
-Status activation_from_attrs(const Node& n, Activation& act) {
+Status activation_from_attrs(const Node& n, Activation& act, const std::string& key) {
   act = Activation{};
-  const std::string name = n.attr_string("activation", "");
+  const std::string name = n.attr_string(key, "");
   if (name.empty()) return Status::ok();
   const ActivationDef* d = activation_by_name(name);
-  if (!d) return Status::error(node_message(n, "attribute 'activation': unsupported activation '%s'", name.c_str()));
-  act = Activation{d->kind, n.attr_float("activation_alpha", d->alpha_default),
-                   n.attr_float("activation_beta", d->beta_default)};
+  if (!d)
+    return Status::error(node_message(n, "attribute '%s': unsupported activation '%s'", key.c_str(), name.c_str()));
+  act =
+      Activation{d->kind, n.attr_float(key + "_alpha", d->alpha_default), n.attr_float(key + "_beta", d->beta_default)};
   return Status::ok();
+}
+
+void activation_to_attrs(Node& n, const Activation& act, const std::string& key) {
+  for (const std::string& k : {key, key + "_alpha", key + "_beta"}) n.attrs.erase(k);
+  if (act.is_identity()) return;
+  Attribute name, alpha, beta;
+  name.kind = Attribute::kString;
+  name.s = activation_name(act.kind);
+  alpha.kind = beta.kind = Attribute::kFloat;
+  alpha.f = act.alpha;
+  beta.f = act.beta;
+  n.attrs[key] = name;
+  n.attrs[key + "_alpha"] = alpha;
+  n.attrs[key + "_beta"] = beta;
 }
 
 float activation_bound(const Activation& a, float pre) {

@@ -65,8 +65,11 @@ const char* activation_name(ActKind k);  // "Relu", ..., "GeluTanh"
 
 // The activation of a fused com.infera node (FusedConv, FusedGemm, FusedBatchNorm, QConv), from its
 // attributes 'activation' (an op type of the table; absent: identity), 'activation_alpha' and
-// 'activation_beta'; an unknown name is an error naming the node.
-Status activation_from_attrs(const Node& n, Activation& act);
+// 'activation_beta'; an unknown name is an error naming the node and the attribute. key: another
+// attribute family of the same form (SqueezeExcite's 'gate', 'gate_alpha', 'gate_beta').
+Status activation_from_attrs(const Node& n, Activation& act, const std::string& key = "activation");
+// The inverse: writes act as those attributes (none for identity, after removing any there).
+void activation_to_attrs(Node& n, const Activation& act, const std::string& key = "activation");
 
 // Reference function, for float and double. Written so that NaN in gives NaN out.
 template <class T>

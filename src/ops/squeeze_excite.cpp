@@ -11,22 +11,11 @@
 namespace infera {
 namespace {
 
-Status read_act(const Node& n, const char* key, Activation& a) {
-  a = Activation{};
-  const std::string name = n.attr_string(key, "");
-  if (name.empty()) return Status::ok();
-  const ActivationDef* d = activation_by_name(name);
-  if (!d) return Status::error(node_message(n, "attribute '%s': unsupported activation '%s'", key, name.c_str()));
-  const std::string k = key;
-  a = Activation{d->kind, n.attr_float(k + "_alpha", d->alpha_default), n.attr_float(k + "_beta", d->beta_default)};
-  return Status::ok();
-}
-
 class SqueezeExciteKernel : public SqueezeExciteOp {
  public:
   SqueezeExciteKernel(const Node& n, int64_t) {
-    bad_ = read_act(n, "activation", act_);
-    if (bad_.is_ok()) bad_ = read_act(n, "gate", gate_);
+    bad_ = activation_from_attrs(n, act_);
+    if (bad_.is_ok()) bad_ = activation_from_attrs(n, gate_, "gate");
   }
   Status init() const { return bad_; }
 

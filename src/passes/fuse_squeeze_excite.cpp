@@ -63,27 +63,6 @@ bool is_pointwise_conv(const Graph& g, int node, int in, int64_t c, int64_t& m, 
   return true;
 }
 
-Attribute str_attr(const char* s) {
-  Attribute a;
-  a.kind = Attribute::kString;
-  a.s = s;
-  return a;
-}
-
-Attribute float_attr(float f) {
-  Attribute a;
-  a.kind = Attribute::kFloat;
-  a.f = f;
-  return a;
-}
-
-void set_act_attrs(Node& n, const std::string& key, const Activation& a) {
-  if (a.is_identity()) return;
-  n.attrs[key] = str_attr(activation_name(a.kind));
-  n.attrs[key + "_alpha"] = float_attr(a.alpha);
-  n.attrs[key + "_beta"] = float_attr(a.beta);
-}
-
 class FuseSqueezeExcite : public Pass {
  public:
   const char* name() const override { return "fuse_squeeze_excite"; }
@@ -114,8 +93,8 @@ class FuseSqueezeExcite : public Pass {
       se.domain = "com.infera";
       se.inputs = {x, n1.inputs[1], in(n1, 2), n2.inputs[1], in(n2, 2)};
       se.outputs = {n2.outputs[0]};
-      set_act_attrs(se, "activation", act);
-      set_act_attrs(se, "gate", gate);
+      activation_to_attrs(se, act);
+      activation_to_attrs(se, gate, "gate");
       auto op = make_kernel(se, g.opset);
       if (!op.is_ok()) return op.status();
       se.op = std::shared_ptr<const OpKernel>(std::move(op.value()));

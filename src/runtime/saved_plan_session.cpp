@@ -60,20 +60,6 @@ bool same_window(const ConvAttrs& a, const ConvAttrs& b) {
          a.auto_pad == b.auto_pad && a.group == b.group;
 }
 
-void set_activation_attrs(Node& n, const Activation& act) {
-  for (const char* k : {"activation", "activation_alpha", "activation_beta"}) n.attrs.erase(k);
-  if (act.is_identity()) return;
-  Attribute name, alpha, beta;
-  name.kind = Attribute::kString;
-  name.s = activation_name(act.kind);
-  alpha.kind = beta.kind = Attribute::kFloat;
-  alpha.f = act.alpha;
-  beta.f = act.beta;
-  n.attrs["activation"] = name;
-  n.attrs["activation_alpha"] = alpha;
-  n.attrs["activation_beta"] = beta;
-}
-
 // Makes every node's attributes describe its typed op (a pass may set the op directly: the fused
 // epilogues of FusedConv/FusedGemm get their activation attributes), then checks that the op made
 // from the attributes is the one the node has. A node whose state cannot be carried is refused:
@@ -85,10 +71,10 @@ Status attributes_for_ops(Graph& g) {
     if (!n.op) return Status::error(StatusCode::kInternal, n.label() + " has no typed op");
     const auto* conv = dynamic_cast<const ConvOp*>(n.op.get());
     const auto* gemm = dynamic_cast<const GemmOp*>(n.op.get());
-    if (conv && conv->fused()) set_activation_attrs(n, conv->activation());
-    if (gemm && gemm->fused()) set_activation_attrs(n, gemm->activation());
+    if (conv && conv->fused()) activation_to_attrs(n, conv->activation());
+    if (gemm && gemm->fused()) activation_to_attrs(n, gemm->activation());
     const auto* bn = dynamic_cast<const BatchNormOp*>(n.op.get());
-    if (bn && bn->fused()) set_activation_attrs(n, bn->activation());
+    if (bn && bn->fused()) activation_to_attrs(n, bn->activation());
     auto made = make_kernel(n, g.opset);
     if (!made.is_ok())
       return Status::error(StatusCode::kUnsupported,
