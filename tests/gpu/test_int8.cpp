@@ -276,6 +276,21 @@ void run_qconv(Ctx& ctx) {
     c->y_off = 8;
     c->y_extra = 16;
   }
+  // The persistent variant (K <= 256): M tiles enough that each block walks several (the prefetch of
+  // the next tile and its residual into the other buffer), a channel tail in its N tile (K 200), the
+  // residual through shared memory (pixel stride 256) and from global memory (pixel stride 200, not
+  // a multiple of 16), a strided gather with 4 k-tiles.
+  {
+    QCase* c = add("1x1 64->256 many tiles per block, residual", qshape(32, 56, 56, 64, 256, 1, 1, 0));
+    c->s.has_residual = true;
+    c->s.act = {ActKind::kRelu, 0, 0};
+  }
+  {
+    QCase* c = add("1x1 128->200 many tiles, residual, uint8 y", qshape(16, 40, 40, 128, 200, 1, 1, 0));
+    c->s.has_residual = true;
+    c->s.y_uint8 = true;
+  }
+  add("1x1 s2 256->72 many tiles", qshape(16, 30, 30, 256, 72, 1, 2, 0));
   // An RGB stem after the space-to-depth the backend applies (gpu_conv.cpp): 4x4, C = 16, stride 1.
   add("4x4 C16 stem after space-to-depth", qshape(2, 19, 19, 16, 64, 4, 1, 0));
   // Seeded random shapes.

@@ -70,6 +70,14 @@ inline gpuError_t gpuFuncSetMaxDynamicSmem(const void* func, int bytes) {
   return hipFuncSetAttribute(func, hipFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 inline int gpuPropSmemOptin(const gpuDeviceProp& p) { return static_cast<int>(p.sharedMemPerBlock); }
+// Blocks of func (threads each, smem dynamic bytes) one multiprocessor holds at once; the
+// multiprocessor count of a device (the grid of a persistent kernel is their product).
+inline gpuError_t gpuOccupancyMaxBlocks(int* n, const void* func, int threads, size_t smem) {
+  return hipOccupancyMaxActiveBlocksPerMultiprocessor(n, func, threads, smem);
+}
+inline gpuError_t gpuDeviceSmCount(int* n, int d) {
+  return hipDeviceGetAttribute(n, hipDeviceAttributeMultiprocessorCount, d);
+}
 template <class T>
 gpuError_t gpuMemcpyFromSymbol(void* dst, const T& symbol, size_t n) {
   return hipMemcpyFromSymbol(dst, HIP_SYMBOL(symbol), n, 0, hipMemcpyDeviceToHost);
@@ -142,6 +150,10 @@ inline gpuError_t gpuFuncSetMaxDynamicSmem(const void* func, int bytes) {
   return cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 inline int gpuPropSmemOptin(const gpuDeviceProp& p) { return static_cast<int>(p.sharedMemPerBlockOptin); }
+inline gpuError_t gpuOccupancyMaxBlocks(int* n, const void* func, int threads, size_t smem) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(n, func, threads, smem);
+}
+inline gpuError_t gpuDeviceSmCount(int* n, int d) { return cudaDeviceGetAttribute(n, cudaDevAttrMultiProcessorCount, d); }
 template <class T>
 gpuError_t gpuMemcpyFromSymbol(void* dst, const T& symbol, size_t n) {
   return cudaMemcpyFromSymbol(dst, symbol, n);

@@ -36,6 +36,12 @@ INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_mma_128x64, kQConv, kS8, "4 warps, 
 INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_mma_64x64, kQConv, kS8, "4 warps, k-tile 64, cp.async, any even C")
 INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_mma_64x64_splitk, kQConv, kS8,
                   "split-K int32 partials + requantize pass (small grids: batch 1)")
+INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_mma_64x64_persist, kQConv, kS8,
+                  "persistent, K <= 256: N tile's weights resident, next tile + residual prefetched")
+INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_mma_64x128_persist, kQConv, kS8,
+                  "persistent, K <= 256: N tile's weights resident, next tile + residual prefetched")
+INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_mma_128x128_persist, kQConv, kS8,
+                  "persistent, 8 warps, K <= 256: weights resident, next tile + residual prefetched")
 // int8 implicit GEMM on Hopper's warpgroup MMA (wgmma s8, sm_90a code; offered only where it can run).
 INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_wgmma_128x128, kQConv, kS8, "2 warpgroups, k-tile 128, cp.async")
 INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_wgmma_128x256, kQConv, kS8, "2 warpgroups, k-tile 128, cp.async")

@@ -6,11 +6,15 @@
 // tile through shared memory and requantizes 8 consecutive channels per thread (s8_igemm.h: float
 // where provably equal to the reference's double, double at rounding boundaries), bit-exact. The
 // split-K variant (grids too small to fill the device: batch 1) writes each split's int32 partials
-// to the workspace and a second pass sums them (exact) and requantizes.
+// to the workspace and a second pass sums them (exact) and requantizes. The persistent variant
+// (reductions of at most 4 k-tiles: the 1x1 layers of K <= 256, memory-bound at every batch) keeps
+// its N tile's weights in shared memory and loads the next M tile and its residual while it
+// multiplies and requantizes the current one.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <mutex>
 
 #include "backends/gpu/arch.h"
 #include "backends/gpu/kernels/igemm.h"
@@ -125,6 +129,141 @@ __global__ void igemm_s8_splitk_reduce_kernel(const IgemmParams p, const QEpi q)
   }
 }
 
+// ---- The persistent small-K kernel. Block b owns N tile b % n_tiles and walks the M tiles
+// gridDim.x / n_tiles apart. Shared memory: the N tile's weights, all kt k-tiles (loaded once); two
+// buffers of an M tile's activations (kt k-tiles) and of its residual (BM x BN bytes, when zsmem);
+// the int32 staging slab of the epilogue. Tile t + 1's loads are issued before tile t's multiply,
+// so they are in flight during its multiply and requantize instead of after them.
+inline constexpr int kPersistMaxKt = 4;  // k-tiles of 64 int8: K <= 256
+__host__ __device__ constexpr int persist_slab_rows(int bm, int bn) {
+  int rows = bm;
+  while (rows > 16 && rows * (bn + kIgemmSmemPad) * 4 > 18 * 1024) rows /= 2;
+  return rows;
+}
+constexpr int persist_smem_bytes(int bm, int bn, int kt, bool zsmem) {
+  return kt * bn * kTileK * 2 + 2 * kt * bm * kTileK * 2 + (zsmem ? 2 * bm * bn : 0) +
+         persist_slab_rows(bm, bn) * (bn + kIgemmSmemPad) * 4;
+}
+
+template <int BM, int BN, int NT, int MODE>
+__global__ void __launch_bounds__(NT, 65536 / (NT * 128)) igemm_s8_persist_kernel(const IgemmParams p, const QEpi q, const int zsmem) {
+  static_assert(MODE != kIgemmScalar, "the persistent kernel takes vector gathers");
+  extern __shared__ uint4 igemm_smem[];
+  using L = arch::WarpLayout<BM, BN, NT>;
+  constexpr int kA = BM * kTileK, kB = BN * kTileK;  // halves of one k-tile
+  constexpr int kZ = BM * BN;                        // bytes of one residual tile
+  constexpr int kPitch = BN + kIgemmSmemPad;
+  constexpr int kSlab = persist_slab_rows(BM, BN);
+  constexpr int kVecsPerRow = BN / 8, kZChunks = BN / 16;
+  static_assert(NT % kVecsPerRow == 0, "an epilogue thread must keep its 8 channels");
+  const int kt = p.kt;
+  uint16_t* sB = reinterpret_cast<uint16_t*>(igemm_smem);
+  uint16_t* sA = sB + kt * kB;
+  int8_t* sZ = reinterpret_cast<int8_t*>(sA + 2 * kt * kA);
+  int* ctile = reinterpret_cast<int*>(sZ + (zsmem ? 2 * kZ : 0));
+
+  const int tid = threadIdx.x, lane = tid % arch::kWarpSize, warp = tid / arch::kWarpSize;
+  const int wm = warp / L::kWarpsN, wn = warp % L::kWarpsN;
+  const int n0 = static_cast<int>(blockIdx.x % p.n_tiles) * BN;
+  const int mstep = static_cast<int>(gridDim.x / p.n_tiles);
+  const int m_tiles = static_cast<int>(ceil_div(p.m, BM));
+  int mt = static_cast<int>(blockIdx.x / p.n_tiles);
+
+  BLoader<BN, NT, MODE, kTileK, Swz32> lb;
+  lb.init(p, 0, n0, 0, tid);
+  for (int k = 0; k < kt; ++k) lb.load(p, sB + k * kB, tid);
+  auto load_tile = [&](int t, int buf) {
+    ALoader<BM, NT, MODE, kTileK, Swz32> la;
+    la.init(p, 0, t * BM, 0, tid);
+    for (int k = 0; k < kt; ++k) la.load(p, sA + (buf * kt + k) * kA, tid);
+    if (zsmem)
+      for (int v = tid; v < BM * kZChunks; v += NT) {
+        const int row = v / kZChunks, c16 = v - row * kZChunks;
+        const int m = t * BM + row, nn = n0 + c16 * 16;
+        const bool ok = m < p.m && nn < p.kn;
+        arch::cp_async16(sZ + buf * kZ + row * BN + c16 * 16, ok ? q.z + m * q.z_ps + nn : q.z, ok);
+      }
+  };
+  if (mt < m_tiles) load_tile(mt, 0);
+  arch::cp_async_commit();
+
+  const QChan8 ch = load_chan8(q, p.kn, n0 + (tid % kVecsPerRow) * 8);
+  for (int buf = 0; mt < m_tiles; mt += mstep, buf ^= 1) {
+    if (mt + mstep < m_tiles) load_tile(mt + mstep, buf ^ 1);
+    arch::cp_async_commit();
+    arch::cp_async_wait<1>();  // everything but the prefetch just issued
+    __syncthreads();
+    arch::WarpMmaS8<L::kWM, L::kWN> mma;
+    mma.zero();
+    const uint16_t* a = sA + buf * kt * kA;
+    for (int k = 0; k < kt; ++k) {
+      mma.step(a + k * kA, sB + k * kB, wm * L::kWM, wn * L::kWN, 0, lane);
+      mma.step(a + k * kA, sB + k * kB, wm * L::kWM, wn * L::kWN, 1, lane);
+    }
+    const int m0 = mt * BM;
+    for (int lo = 0; lo < BM; lo += kSlab) {
+      mma.store(ctile, kPitch, wm * L::kWM, wn * L::kWN, lo, kSlab, lane);
+      __syncthreads();
+      for (int v = tid; v < kSlab * kVecsPerRow; v += NT) {
+        const int row = v / kVecsPerRow, c8 = v - row * kVecsPerRow;
+        const int m = m0 + lo + row, nn = n0 + c8 * 8;
+        if (m >= p.m || nn >= p.kn) continue;
+        const int4* src = reinterpret_cast<const int4*>(ctile + row * kPitch + c8 * 8);
+        const int4 x = src[0], y = src[1];
+        const int acc[8] = {x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w};
+        requant_store8(q, ch, p.kn, m, nn, acc, zsmem ? sZ + buf * kZ + (lo + row) * BN + c8 * 8 : nullptr);
+      }
+      // The staging slab is rewritten next; this tile's activations and residual by the next loads.
+      __syncthreads();
+    }
+  }
+  arch::cp_async_wait<0>();
+}
+
+// One launch of the persistent kernel: as many blocks as the device holds at once (a multiple of
+// the N tiles, at most one per M tile and N tile).
+template <int BM, int BN, int NT, int MODE>
+Status launch_persist(const IgemmParams& p, const QEpi& q, gpuStream_t stream) {
+  auto* kernel = igemm_s8_persist_kernel<BM, BN, NT, MODE>;
+  const int zsmem = q.z && aligned16(q.z) && q.z_ps % 16 == 0;
+  const int smem = persist_smem_bytes(BM, BN, p.kt, zsmem);
+  if (smem > arch::kMaxSmemBytes) return {"qconv: tile too large for shared memory"};
+  int dev = 0, sms = 0, per_sm = 0;
+  GPU_TRY(gpuGetDevice(&dev));
+  // The dynamic shared-memory limit (it depends on kt) raised per device to the largest size seen.
+  static std::mutex mu;
+  static int raised[64] = {};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (dev < 0 || dev >= 64) return {"qconv: device index out of range"};
+    if (smem > 48 * 1024 && smem > raised[dev]) {
+      GPU_TRY(gpuFuncSetMaxDynamicSmem(reinterpret_cast<const void*>(kernel), smem));
+      raised[dev] = smem;
+    }
+  }
+  GPU_TRY(gpuDeviceSmCount(&sms, dev));
+  GPU_TRY(gpuOccupancyMaxBlocks(&per_sm, reinterpret_cast<const void*>(kernel), NT, static_cast<size_t>(smem)));
+  if (per_sm < 1) return {"qconv: the persistent tile does not fit a multiprocessor"};
+  const int64_t m_tiles = ceil_div(p.m, BM);
+  const int64_t per_n = std::max<int64_t>(1, std::min<int64_t>(m_tiles, int64_t{sms} * per_sm / p.n_tiles));
+  const int64_t blocks = per_n * p.n_tiles;
+  if (blocks > 0x7fffffff) return {"qconv: grid too large"};
+  kernel<<<static_cast<unsigned>(blocks), NT, smem, stream>>>(p, q, zsmem);
+  GPU_LAUNCH_CHECK();
+  return {};
+}
+
+template <int BM, int BN, int NT>
+Status launch_persist_modes(IgemmMode mode, const IgemmParams& p, const QEpi& q, gpuStream_t stream) {
+  if (p.kt > kPersistMaxKt) return {"qconv: the persistent variant takes K <= 256 (R*S*C)"};
+  switch (mode) {
+    case kIgemmVec1x1: return launch_persist<BM, BN, NT, kIgemmVec1x1>(p, q, stream);
+    case kIgemmVec: return launch_persist<BM, BN, NT, kIgemmVec>(p, q, stream);
+    default: break;
+  }
+  return {"qconv: the persistent variant needs vector gathers (C a multiple of 16)"};
+}
+
 template <int BM, int BN, int NT, int MODE, bool SPLIT>
 Status launch(const IgemmParams& p, const QEpi& q, gpuStream_t stream) {
   constexpr int kStages = arch::kIgemmStages;
@@ -163,7 +302,7 @@ Status launch_modes(IgemmMode mode, const IgemmParams& p, const QEpi& q, gpuStre
 struct S8Config {
   KernelId id;
   int bm, bn;
-  bool scalar, split = false;
+  bool scalar, split = false, persist = false;
 };
 constexpr S8Config kConfigs[] = {
     {KernelId::s8_conv_nhwc_implicit_gemm_mma_256x128, 256, 128, false},
@@ -171,6 +310,9 @@ constexpr S8Config kConfigs[] = {
     {KernelId::s8_conv_nhwc_implicit_gemm_mma_128x64, 128, 64, true},
     {KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64, 64, 64, true},
     {KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64_splitk, 64, 64, true, true},
+    {KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64_persist, 64, 64, false, false, true},
+    {KernelId::s8_conv_nhwc_implicit_gemm_mma_64x128_persist, 64, 128, false, false, true},
+    {KernelId::s8_conv_nhwc_implicit_gemm_mma_128x128_persist, 128, 128, false, false, true},
 };
 
 // The split count of the split-K variant for this shape (as the fp16 kernels pick theirs: about two
@@ -256,6 +398,15 @@ std::vector<Candidate> qconv_candidates(const QConvShape& s, const DeviceInfo& d
       if (dev.smem_optin > 0 && smem > static_cast<size_t>(dev.smem_optin)) continue;
       out.push_back({c.id, kernel_info(c.id).name, 0, 1});
     }
+  // The persistent kernel where the whole reduction fits its shared memory (K <= 256 int8).
+  const int64_t kt = ceil_div(static_cast<int64_t>(s.r) * s.s * s.c, 2 * kTileK);
+  if (vec && kt <= kPersistMaxKt)
+    for (const S8Config& c : kConfigs) {
+      if (!c.persist) continue;
+      const int smem = persist_smem_bytes(c.bm, c.bn, static_cast<int>(kt), s.has_residual);
+      if (smem > arch::kMaxSmemBytes || (dev.smem_optin > 0 && smem > dev.smem_optin)) continue;
+      out.push_back({c.id, kernel_info(c.id).name, 0, 1});
+    }
   // Split-K where the grid leaves most multiprocessors idle (the deep layers at batch 1).
   for (const S8Config& c : kConfigs)
     if (c.split && (vec || c.scalar)) {
@@ -281,6 +432,15 @@ Status qconv_forward(const QConvShape& s, const Candidate& c, const QConvTensors
   for (const S8Config& cfg : kConfigs) {
     if (cfg.id != c.id) continue;
     p.n_tiles = static_cast<int>(ceil_div(p.kn, cfg.bn));
+    if (cfg.persist) {
+      switch (cfg.id) {
+        case KernelId::s8_conv_nhwc_implicit_gemm_mma_64x64_persist:
+          return launch_persist_modes<64, 64, 128>(mode, p, q, stream);
+        case KernelId::s8_conv_nhwc_implicit_gemm_mma_64x128_persist:
+          return launch_persist_modes<64, 128, 128>(mode, p, q, stream);
+        default: return launch_persist_modes<128, 128, 256>(mode, p, q, stream);
+      }
+    }
     if (cfg.split) {
       p.splits = c.splits;
       p.kt_per_split = static_cast<int>(ceil_div(p.kt, std::max(1, p.splits)));

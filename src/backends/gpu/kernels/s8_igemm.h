@@ -185,7 +185,8 @@ __device__ inline unsigned pack4_low_bytes(unsigned a, unsigned b, unsigned c, u
 }
 
 // Requantizes 8 consecutive channels nn.. of output pixel m and stores them (one 8-byte store
-// when aligned and whole); the residual's 8 bytes come in one load likewise.
+// when aligned and whole); the residual's 8 bytes come in one load likewise, from zs when given (a
+// copy in shared memory, 8-byte aligned; its bytes past kn are never stored), else from q.z.
 //
 // The float path gives the reference's double result wherever it provably can: u = the requantized
 // value before the zero point, in units of y_scale, from a = acc + cb (exact int32) by one product,
@@ -196,12 +197,16 @@ __device__ inline unsigned pack4_low_bytes(unsigned a, unsigned b, unsigned c, u
 // (the band holds ~1e-5 of the values at |u| ~ 100). Saturation first: rint commutes with clamping
 // to integer bounds, and a clamped value sits on an integer, far from any boundary.
 // Every step is an FMA-pipe instruction (the magic constant does the conversions).
-__device__ inline void requant_store8(const QEpi& q, const QChan8& c, int kn, int m, int nn, const int* acc) {
+__device__ inline void requant_store8(const QEpi& q, const QChan8& c, int kn, int m, int nn, const int* acc,
+                                      const int8_t* zs = nullptr) {
   const int nvalid = kn - nn < 8 ? kn - nn : 8;
   unsigned zw[2] = {0u, 0u};  // the residual's 8 bytes, little-endian
   if (q.z) {
     const int8_t* zp = q.z + m * q.z_ps + nn;
-    if (nvalid == 8 && reinterpret_cast<uintptr_t>(zp) % 8 == 0) {
+    if (zs) {
+      const uint2 w = *reinterpret_cast<const uint2*>(zs);
+      zw[0] = w.x, zw[1] = w.y;
+    } else if (nvalid == 8 && reinterpret_cast<uintptr_t>(zp) % 8 == 0) {
       const uint2 w = *reinterpret_cast<const uint2*>(zp);
       zw[0] = w.x, zw[1] = w.y;
     } else {
