@@ -1,12 +1,14 @@
 #!/bin/bash
-# One device call (fifteenth session): the persistent small-K int8 kernel
-# (s8_conv_nhwc_implicit_gemm_mma_*_persist) and the split-K fix, against b65f652 (base) in the same
-# call, leanest order first (device starts are scarce):
-#   1. the int8 kernel tests (bit-exact QConv, every candidate, the new many-tiles cases);
-#   2. GPU unit tests of QConv / conv / copies / the channel shuffle;
+# One device call: int8 ResNet-50 new vs base (an earlier build, .gpu-infera/base-infera.xz) in the
+# same call. First written for the persistent small-K kernel (s8_conv_nhwc_implicit_gemm_mma_*_persist;
+# fifteenth / sixteenth sessions), reused for the one-launch split-K (sixteenth). Leanest order first
+# (device starts are scarce):
+#   1. the int8 kernel tests (bit-exact QConv, every candidate, split-K launched twice);
+#   2. bench_conv per layer (new: every candidate);
 #   3. ResNet-50 exported by the PyTorch peer, quantized here; infera bench int8 (new, base) and
-#      fp16 (new), batch 1 / 32 / 256; the peer's fp16; int8 outputs GPU vs CPU;
-#   4. bench_conv per layer (new: every candidate), a per-layer profile at b256, memcheck if time.
+#      fp16 (new), batch 1 / 32 / 256; the peer's fp16;
+#   4. GPU unit tests of QConv / conv / copies / the channel shuffle; int8 outputs GPU vs CPU;
+#   5. per-step profiles at b1 and b256, memcheck of the int8 kernel tests if time is left.
 # carry: .gpu-infera (stage.tar.xz, base-infera.xz, kt.xz, bench_conv.xz, torch_peer.py)
 # Usage (on the GPU machine): bash bench/gpu/int8_persist_run.sh [TOTAL_S]
 set -u
@@ -54,10 +56,12 @@ python3 -c "import numpy as n; n.save('/tmp/calib.npy', n.random.default_rng(0).
 timeout 100 "$inf" quantize $m --calibration /tmp/calib.npy -o $q --calib-method minmax 2>&1 | tail -n 1
 
 echo "== bench: int8 new / base alternating, fp16 new ($(left) s left)"
+# nopdl: the new binary with INFERA_GPU_PDL=0 (programmatic dependent launch off: the A/B of that).
 for round in 1 2; do
-  for v in new base; do
+  for v in new nopdl base; do
     b=$inf; [[ $v == base ]] && b=$base
-    XDG_CACHE_HOME=/tmp/cache-$v timeout 100 "$b" bench $q --device gpu --precision fp16 --batch 1,32,256 --io device \
+    pdl=1; [[ $v == nopdl ]] && pdl=0
+    INFERA_GPU_PDL=$pdl XDG_CACHE_HOME=/tmp/cache-$v timeout 100 "$b" bench $q --device gpu --precision fp16 --batch 1,32,256 --io device \
       --warmup 10 --duration 1.5 --json "$out/bench-int8-$v-$round.json" >/dev/null 2>&1
     python3 -c "import json; d=json.load(open('$out/bench-int8-$v-$round.json')); print('int8 $v r$round', [(r['batch'], round(r['latency_ms_p50'], 4)) for r in d['results']])" 2>&1 | tail -1
   done
@@ -88,6 +92,10 @@ else:
     print(f"int8 gpu vs int8 cpu: max |a - b| / max |b| = {err:.3e}; top-1 agreement {np.mean(x.argmax(1) == y.argmax(1)):.3f} of {len(y)}")
 PY
 
+echo "== profile int8 b1 ($(left) s left)"
+XDG_CACHE_HOME=/tmp/cache-new timeout 60 "$inf" profile $q --device gpu --precision fp16 --batch 1 --top 70 \
+  >"$out/profile-int8-b1.txt" 2>&1
+sed -n '/by op kind/,$p' "$out/profile-int8-b1.txt"
 echo "== profile int8 b256 ($(left) s left)"
 XDG_CACHE_HOME=/tmp/cache-new timeout 60 "$inf" profile $q --device gpu --precision fp16 --batch 256 --top 24 \
   >"$out/profile-int8-b256.txt" 2>&1

@@ -5,7 +5,7 @@ import re
 from cli_util import expect, one_line_error
 
 COMMANDS = ("run", "bench", "info", "check", "doctor", "build")
-ENV_VARS = ("INFERA_VERBOSE", "INFERA_PROFILE", "INFERA_DNNL_WINOGRAD", "INFERA_SMALLSPATIAL_CONV")
+ENV_VARS = ("INFERA_VERBOSE", "INFERA_PROFILE", "INFERA_DNNL_WINOGRAD", "INFERA_SMALLSPATIAL_CONV", "INFERA_GPU_PDL")
 
 
 def help_options(text):

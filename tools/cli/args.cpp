@@ -266,6 +266,9 @@ std::string help_text(const CommandSpec& cmd) {
          "                          0: oneDNN's convs where infera's small-output loop would run (N*H*W <= 64,\n"
          "                          large weights); all: the loop for every conv it can run\n";
     if (runs)
+      s += "  INFERA_GPU_PDL=N        GPU (sm_90): largest grid, in blocks per multiprocessor, of an int8-path\n"
+           "                          kernel launched as a programmatic dependent (default 2; 0: off)\n";
+    if (runs)
       s += "  GOMP_SPINCOUNT, OMP_WAIT_POLICY\n"
            "                          read by libgomp at process start: how long idle threads spin\n"
            "  (OMP_NUM_THREADS is not used: --threads decides)\n";

@@ -106,6 +106,8 @@ template <class T>
 __global__ void space_to_depth2_kernel(const T* x, int64_t x_ps, int h, int w, int c, int pad_t, int pad_l, int ho,
                                        int wo, T* y, int64_t pixels) {
   constexpr int kC = kSpaceToDepth2Channels;
+  arch::pdl_wait();
+  arch::pdl_trigger();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= pixels) return;
   const int jo = static_cast<int>(i % wo);
@@ -142,14 +144,13 @@ Status nhwc_space_to_depth2(size_t elem_bytes, int n, int h, int w, int c, InNhw
   const int64_t pixels = static_cast<int64_t>(n) * ho * wo;
   const unsigned blocks = static_cast<unsigned>(ceil_div(pixels, 256));
   if (elem_bytes == 1)
-    space_to_depth2_kernel<uint8_t><<<blocks, 256, 0, stream>>>(static_cast<const uint8_t*>(x.data) + x.c_offset, ps, h,
-                                                                w, c, pad_t, pad_l, ho, wo, static_cast<uint8_t*>(y),
-                                                                pixels);
+    GPU_TRY(arch::launch_dependent(space_to_depth2_kernel<uint8_t>, dim3(blocks), dim3(256), 0, stream,
+                                   static_cast<const uint8_t*>(x.data) + x.c_offset, ps, h, w, c, pad_t, pad_l, ho, wo,
+                                   static_cast<uint8_t*>(y), pixels));
   else
-    space_to_depth2_kernel<uint16_t><<<blocks, 256, 0, stream>>>(static_cast<const uint16_t*>(x.data) + x.c_offset, ps,
-                                                                 h, w, c, pad_t, pad_l, ho, wo,
-                                                                 static_cast<uint16_t*>(y), pixels);
-  GPU_LAUNCH_CHECK();
+    GPU_TRY(arch::launch_dependent(space_to_depth2_kernel<uint16_t>, dim3(blocks), dim3(256), 0, stream,
+                                   static_cast<const uint16_t*>(x.data) + x.c_offset, ps, h, w, c, pad_t, pad_l, ho, wo,
+                                   static_cast<uint16_t*>(y), pixels));
   return {};
 }
 

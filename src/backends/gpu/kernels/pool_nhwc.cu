@@ -72,6 +72,8 @@ __global__ void __launch_bounds__(256) s8_max_pool_kernel(const PoolParams p) {
   const T* x = static_cast<const T*>(p.x);
   T* y = static_cast<T*>(p.y);
   constexpr int kLowest = static_cast<T>(-1) < 0 ? -128 : 0;
+  arch::pdl_wait();
+  arch::pdl_trigger();
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int c0 = static_cast<int>(idx % cv) * VEC;
@@ -122,10 +124,11 @@ Status run_s8_max_pool(const PoolParams& p, gpuStream_t stream) {
   const bool vec = p.c % 16 == 0 && p.x_ps % 16 == 0 && p.y_ps % 16 == 0 && aligned16(p.x) && aligned16(p.y);
   const int64_t pixels = static_cast<int64_t>(p.n) * p.p * p.q;
   if (vec)
-    s8_max_pool_kernel<T, 16><<<grid_for(pixels * (p.c / 16), 256), 256, 0, stream>>>(p);
+    GPU_TRY(arch::launch_dependent(s8_max_pool_kernel<T, 16>, dim3(grid_for(pixels * (p.c / 16), 256)), dim3(256), 0,
+                                   stream, p));
   else
-    s8_max_pool_kernel<T, 1><<<grid_for(pixels * p.c, 256), 256, 0, stream>>>(p);
-  GPU_LAUNCH_CHECK();
+    GPU_TRY(
+        arch::launch_dependent(s8_max_pool_kernel<T, 1>, dim3(grid_for(pixels * p.c, 256)), dim3(256), 0, stream, p));
   return {};
 }
 
@@ -136,6 +139,8 @@ __global__ void __launch_bounds__(256)
   __shared__ float part[8][33];
   const int ch = blockIdx.x * 32 + threadIdx.x, img = blockIdx.y;
   float acc = is_max ? -INFINITY : 0.f;
+  arch::pdl_wait();
+  arch::pdl_trigger();
   if (ch < c) {
     const T* base = x + static_cast<int64_t>(img) * hw * x_ps + ch;
     for (int i = threadIdx.y; i < hw; i += 8) {
@@ -215,14 +220,13 @@ Status global_pool(DType dtype, PoolKind kind, int n, int hw, int c, InNhwc x, O
   const dim3 grid(static_cast<unsigned>(ceil_div(c, 32)), static_cast<unsigned>(n)), block(32, 8);
   const int is_max = kind == PoolKind::kMax;
   if (dtype == DType::kF16)
-    global_pool_kernel<uint16_t><<<grid, block, 0, stream>>>(static_cast<const uint16_t*>(x.data) + x.c_offset,
-                                                             static_cast<uint16_t*>(y.data) + y.c_offset, hw, c, x_ps,
-                                                             y_ps, is_max);
+    GPU_TRY(arch::launch_dependent(global_pool_kernel<uint16_t>, grid, block, 0, stream,
+                                   static_cast<const uint16_t*>(x.data) + x.c_offset,
+                                   static_cast<uint16_t*>(y.data) + y.c_offset, hw, c, x_ps, y_ps, is_max));
   else
-    global_pool_kernel<float><<<grid, block, 0, stream>>>(static_cast<const float*>(x.data) + x.c_offset,
-                                                          static_cast<float*>(y.data) + y.c_offset, hw, c, x_ps, y_ps,
-                                                          is_max);
-  GPU_LAUNCH_CHECK();
+    GPU_TRY(arch::launch_dependent(global_pool_kernel<float>, grid, block, 0, stream,
+                                   static_cast<const float*>(x.data) + x.c_offset,
+                                   static_cast<float*>(y.data) + y.c_offset, hw, c, x_ps, y_ps, is_max));
   return {};
 }
 

@@ -45,6 +45,8 @@ __global__ void __launch_bounds__(NT) igemm_s8_kernel(const IgemmParams p, const
   const int split = SPLIT ? blockIdx.y : 0;
   const int kt0 = SPLIT ? split * p.kt_per_split : 0;
   const int nk = SPLIT ? (kt0 + p.kt_per_split < p.kt ? kt0 + p.kt_per_split : p.kt) - kt0 : p.kt;
+  arch::pdl_wait();
+  arch::pdl_trigger();
 
   ALoader<BM, NT, MODE, kTileK, Swz32> la;
   BLoader<BN, NT, MODE, kTileK, Swz32> lb;
@@ -113,6 +115,8 @@ __global__ void igemm_s8_splitk_reduce_kernel(const IgemmParams p, const QEpi q)
   const int kv = p.kn_pad / 8;
   const int64_t total = static_cast<int64_t>(p.m) * kv, slice = static_cast<int64_t>(p.m) * p.kn_pad;
   const int* ws = reinterpret_cast<const int*>(p.ws);
+  arch::pdl_wait();
+  arch::pdl_trigger();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int nn = static_cast<int>(i % kv) * 8, m = static_cast<int>(i / kv);
@@ -146,7 +150,8 @@ constexpr int persist_smem_bytes(int bm, int bn, int kt, bool zsmem) {
 }
 
 template <int BM, int BN, int NT, int MODE>
-__global__ void __launch_bounds__(NT, 65536 / (NT * 128)) igemm_s8_persist_kernel(const IgemmParams p, const QEpi q, const int zsmem) {
+__global__ void __launch_bounds__(NT, 65536 / (NT * 128))
+    igemm_s8_persist_kernel(const IgemmParams p, const QEpi q, const int zsmem) {
   static_assert(MODE != kIgemmScalar, "the persistent kernel takes vector gathers");
   extern __shared__ uint4 igemm_smem[];
   using L = arch::WarpLayout<BM, BN, NT>;
@@ -171,7 +176,9 @@ __global__ void __launch_bounds__(NT, 65536 / (NT * 128)) igemm_s8_persist_kerne
 
   BLoader<BN, NT, MODE, kTileK, Swz32> lb;
   lb.init(p, 0, n0, 0, tid);
-  for (int k = 0; k < kt; ++k) lb.load(p, sB + k * kB, tid);
+  for (int k = 0; k < kt; ++k) lb.load(p, sB + k * kB, tid);  // weights: constants, before the wait
+  arch::pdl_wait();
+  arch::pdl_trigger();
   auto load_tile = [&](int t, int buf) {
     ALoader<BM, NT, MODE, kTileK, Swz32> la;
     la.init(p, 0, t * BM, 0, tid);
@@ -248,8 +255,7 @@ Status launch_persist(const IgemmParams& p, const QEpi& q, gpuStream_t stream) {
   const int64_t per_n = std::max<int64_t>(1, std::min<int64_t>(m_tiles, int64_t{sms} * per_sm / p.n_tiles));
   const int64_t blocks = per_n * p.n_tiles;
   if (blocks > 0x7fffffff) return {"qconv: grid too large"};
-  kernel<<<static_cast<unsigned>(blocks), NT, smem, stream>>>(p, q, zsmem);
-  GPU_LAUNCH_CHECK();
+  GPU_TRY(arch::launch_dependent(kernel, dim3(static_cast<unsigned>(blocks)), dim3(NT), smem, stream, p, q, zsmem));
   return {};
 }
 
@@ -276,13 +282,11 @@ Status launch(const IgemmParams& p, const QEpi& q, gpuStream_t stream) {
   const int64_t tiles = ceil_div(p.m, BM) * p.n_tiles;
   if (tiles > 0x7fffffff || p.splits > 65535) return {"qconv: grid too large"};
   const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(SPLIT ? p.splits : 1));
-  kernel<<<grid, NT, kSmem, stream>>>(p, q);
-  GPU_LAUNCH_CHECK();
+  GPU_TRY(arch::launch_dependent(kernel, grid, dim3(NT), kSmem, stream, p, q));
   if (SPLIT) {
     const int64_t vecs = static_cast<int64_t>(p.m) * (p.kn_pad / 8);
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(vecs, 256), 4096));
-    igemm_s8_splitk_reduce_kernel<<<blocks, 256, 0, stream>>>(p, q);
-    GPU_LAUNCH_CHECK();
+    GPU_TRY(arch::launch_dependent(igemm_s8_splitk_reduce_kernel, dim3(blocks), dim3(256), 0, stream, p, q));
   }
   return {};
 }

@@ -48,6 +48,8 @@ __global__ void __launch_bounds__(WG * 128, MINB) igemm_s8_wgmma_kernel(const Ig
   const int tile = blockIdx.x, nt = tile % p.n_tiles, mt = tile / p.n_tiles;
   const int m0 = mt * BM, n0 = nt * BN;
   const int nk = p.kt;
+  arch::pdl_wait();
+  arch::pdl_trigger();
 
   ALoader<BM, NT, MODE, kBK, Swz128> la;
   BLoader<BN, NT, MODE, kBK, Swz128> lb;
@@ -144,11 +146,7 @@ Status launch(const IgemmParams& p, const QEpi& q, IgemmMode mode, gpuStream_t s
   const int64_t tiles = ceil_div(p.m, 64 * WG) * p.n_tiles;
   if (tiles > 0x7fffffff) return {"qconv wgmma: grid too large"};
   const dim3 grid(static_cast<unsigned>(tiles), 1);
-  if (one)
-    k1<<<grid, WG * 128, kSmem, stream>>>(p, q);
-  else
-    kv<<<grid, WG * 128, kSmem, stream>>>(p, q);
-  GPU_LAUNCH_CHECK();
+  GPU_TRY(arch::launch_dependent(one ? k1 : kv, grid, dim3(WG * 128), kSmem, stream, p, q));
   return {};
 }
 

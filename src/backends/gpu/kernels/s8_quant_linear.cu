@@ -24,6 +24,8 @@ __device__ inline float fdiv(float a, float b) {
 
 __global__ void quantize_kernel(const void* x, int f16, uint8_t* y, int64_t n, float scale, float zp, float lo,
                                 float hi) {
+  arch::pdl_wait();
+  arch::pdl_trigger();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float v = rintf(fdiv(load_float(x, f16, i), scale)) + zp;
@@ -34,6 +36,8 @@ __global__ void quantize_kernel(const void* x, int f16, uint8_t* y, int64_t n, f
 }
 
 __global__ void dequantize_kernel(const uint8_t* x, int u8, void* y, int f16, int64_t n, float scale, int zp) {
+  arch::pdl_wait();
+  arch::pdl_trigger();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int v = u8 ? int(x[i]) : int(static_cast<int8_t>(x[i]));
@@ -61,13 +65,13 @@ Status quant_linear(const QuantDesc& d, gpuStream_t stream) {
   const int lo = d.uint8 ? 0 : -128, hi = d.uint8 ? 255 : 127;
   if (d.zero_point < lo || d.zero_point > hi) return {"quant: zero point out of range"};
   const int f16 = d.float_dtype == DType::kF16;
+  const dim3 grid(grid_for(d.n, 256)), block(256);
   if (d.quantize)
-    quantize_kernel<<<grid_for(d.n, 256), 256, 0, stream>>>(d.x, f16, static_cast<uint8_t*>(d.y), d.n, d.scale,
-                                                            static_cast<float>(d.zero_point), float(lo), float(hi));
+    GPU_TRY(arch::launch_dependent(quantize_kernel, grid, block, 0, stream, d.x, f16, static_cast<uint8_t*>(d.y), d.n,
+                                   d.scale, static_cast<float>(d.zero_point), float(lo), float(hi)));
   else
-    dequantize_kernel<<<grid_for(d.n, 256), 256, 0, stream>>>(static_cast<const uint8_t*>(d.x), d.uint8, d.y, f16, d.n,
-                                                              d.scale, d.zero_point);
-  GPU_LAUNCH_CHECK();
+    GPU_TRY(arch::launch_dependent(dequantize_kernel, grid, block, 0, stream, static_cast<const uint8_t*>(d.x), d.uint8,
+                                   d.y, f16, d.n, d.scale, d.zero_point));
   return {};
 }
 
