@@ -343,10 +343,12 @@ std::shared_ptr<const OpKernel> BatchNormOp::make_fused(const BatchNormOp& bn, A
   return std::make_shared<BatchNormKernel>(bn, act);
 }
 
-void register_layer_norm_ops(OpRegistry& r);  // layer_norm.cpp
+void register_layer_norm_ops(OpRegistry& r);        // layer_norm.cpp
+void register_concat_batchnorm_ops(OpRegistry& r);  // concat_batchnorm.cpp
 
 void register_norm_ops(OpRegistry& r) {
   register_layer_norm_ops(r);
+  register_concat_batchnorm_ops(r);
   r.add("BatchNormalization", factory_of<BatchNormKernel>());
   r.add("FusedBatchNorm", factory_of<FusedBatchNormKernel>(), "com.infera");
   r.add("InstanceNormalization", factory_of<InstanceNormKernel>());

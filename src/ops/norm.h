@@ -27,4 +27,20 @@ class BatchNormOp : public OpKernel {
   Activation act_;
 };
 
+// com.infera.ConcatBatchNorm (fuse_concat_batchnorm: a Concat along channels read only by an
+// inference BatchNormalization / FusedBatchNorm, DenseNet's cat -> norm + relu): act(BN(cat(X0 ..
+// Xk-1, axis 1))) without the concatenated value. Inputs scale, B, input_mean, input_var [C], then
+// X0 .. Xk-1 (k >= 1, the same dims but dim 1; their channels sum to C); output Y. Attributes
+// epsilon, activation, activation_alpha, activation_beta.
+class ConcatBatchNormOp : public OpKernel {
+ public:
+  static constexpr size_t kFirstX = 4;  // inputs before the concatenated ones
+  float epsilon() const { return eps_; }
+  const Activation& activation() const { return act_; }
+
+ protected:
+  float eps_ = 1e-5f;
+  Activation act_;
+};
+
 }  // namespace infera

@@ -437,7 +437,7 @@ const Family* family_of(const StepRequest& req) {
       cat{concat_query, concat_create}, qconv{qconv_query, qconv_create, true},
       resize{resize_query, resize_create, true}, tr{transpose_query, transpose_create},
       ln{layernorm_query, layernorm_create}, shuffle{shuffle_query, shuffle_create},
-      se{squeeze_excite_query, squeeze_excite_create};
+      se{squeeze_excite_query, squeeze_excite_create}, catbn{concat_bn_query, concat_bn_create};
   const OpKernel* op = req.op;
   if (dynamic_cast<const QConvOp*>(op)) return &qconv;
   if (dynamic_cast<const ConvOp*>(op)) return &conv;
@@ -445,6 +445,7 @@ const Family* family_of(const StepRequest& req) {
   if (dynamic_cast<const GemmOp*>(op)) return &gemm;
   if (dynamic_cast<const PoolOp*>(op) || dynamic_cast<const GlobalPoolOp*>(op)) return &pool;
   if (dynamic_cast<const BatchNormOp*>(op)) return &bn;
+  if (dynamic_cast<const ConcatBatchNormOp*>(op)) return &catbn;
   if (dynamic_cast<const ActivationOp*>(op) || dynamic_cast<const ClipOp*>(op)) return &elt;
   if (dynamic_cast<const BinaryOp*>(op)) return &bin;
   if (dynamic_cast<const SoftmaxOp*>(op)) return &sm;

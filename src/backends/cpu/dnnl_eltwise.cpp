@@ -265,14 +265,25 @@ inline void bn_row(const float* x, float* y, int64_t n, float a, float b, float 
   r.bad |= z != 0.f;
 }
 
+// Where the loop reads X: row (image n, channel group g) of the output comes from row (n * cb[p] +
+// local[g]) of piece p = piece[g], x[p] its first float (one piece for a BatchNormalization, one
+// per concatenated input for ConcatBatchNorm).
+struct BnSrc {
+  const float* const* x;
+  const int* piece;
+  const int64_t* cb;
+  const int64_t* local;
+};
+
 // Rows [r0, r1) of `len` floats: row r holds channel group r % cb (of `block` channels).
 template <int kAct>
-INFERA_CLONES MaxAbs bn_rows(const float* x, float* y, int64_t r0, int64_t r1, int64_t len, int block, int64_t cb,
+INFERA_CLONES MaxAbs bn_rows(const BnSrc& s, float* y, int64_t r0, int64_t r1, int64_t len, int block, int64_t cb,
                              const float* a, const float* b, float lo, float hi) {
   MaxAbs r;
   for (int64_t i = r0; i < r1; ++i) {
-    const int64_t c = (i % cb) * block;
-    const float* xr = x + i * len;
+    const int64_t g = i % cb, c = g * block;
+    const int p = s.piece[g];
+    const float* xr = s.x[p] + ((i / cb) * s.cb[p] + s.local[g]) * len;
     float* yr = y + i * len;
     if (block == 16)
       bn_block<kAct, 16>(xr, yr, len / 16, a + c, b + c, lo, hi, r);
@@ -291,11 +302,44 @@ struct BnLoop {
   int64_t C = 0, cb = 0, rows = 0, len = 0;
   std::vector<float> a, b;  // per channel, zero on a blocked format's padded lanes
 
-  bool in_place = false;  // read the output (a reorder put the input there)
+  // The pieces X is read from, in channel order: input slot `slot`, or the scratch at byte `temp`
+  // (a reorder put it there), or the output (temp == kInOutput: a reorder put the input there).
+  static constexpr size_t kFromInput = SIZE_MAX, kInOutput = SIZE_MAX - 1;
+  struct Piece {
+    int slot = 0;
+    size_t temp = kFromInput;
+    int64_t cb = 0;  // channel groups
+  };
+  std::vector<Piece> pieces;
+  std::vector<int> group_piece;      // per output channel group
+  std::vector<int64_t> group_local;  // its group within that piece
+
+  // Pieces of c[i] channels each (groups of `block`, whole groups unless a single piece).
+  void set_pieces(std::vector<Piece> ps, const std::vector<int64_t>& c) {
+    pieces = std::move(ps);
+    group_piece.clear();
+    group_local.clear();
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      pieces[p].cb = (c[p] + block - 1) / block;
+      for (int64_t g = 0; g < pieces[p].cb; ++g) {
+        group_piece.push_back(static_cast<int>(p));
+        group_local.push_back(g);
+      }
+    }
+  }
 
   void operator()(ComputeContext& ctx) const {
     float* y = ctx.out(0).ptr<float>();
-    const float* x = in_place ? y : ctx.in(0).ptr<const float>();
+    std::vector<const float*> xs(pieces.size());
+    std::vector<int64_t> pcb(pieces.size());
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      const Piece& q = pieces[p];
+      xs[p] = q.temp == kInOutput    ? y
+              : q.temp == kFromInput ? ctx.in(q.slot).ptr<const float>()
+                                     : reinterpret_cast<const float*>(static_cast<char*>(ctx.res.scratch) + q.temp);
+      pcb[p] = q.cb;
+    }
+    const BnSrc src{xs.data(), group_piece.data(), pcb.data(), group_local.data()};
     const int threads = rows * len >= (int64_t(1) << 15) ? std::max(1, ctx.num_threads) : 1;
     float m = 0.f;
     int bad = 0;
@@ -304,11 +348,11 @@ struct BnLoop {
       const int64_t r0 = rows * j / threads, r1 = rows * (j + 1) / threads;
       MaxAbs r;
       if (vec == 1) {
-        r = bn_rows<1>(x, y, r0, r1, len, block, cb, a.data(), b.data(), 0.f, 0.f);
+        r = bn_rows<1>(src, y, r0, r1, len, block, cb, a.data(), b.data(), 0.f, 0.f);
       } else if (vec == 2) {
-        r = bn_rows<2>(x, y, r0, r1, len, block, cb, a.data(), b.data(), act.alpha, act.beta);
+        r = bn_rows<2>(src, y, r0, r1, len, block, cb, a.data(), b.data(), act.alpha, act.beta);
       } else {
-        r = bn_rows<0>(x, y, r0, r1, len, block, cb, a.data(), b.data(), 0.f, 0.f);
+        r = bn_rows<0>(src, y, r0, r1, len, block, cb, a.data(), b.data(), 0.f, 0.f);
         if (!act.is_identity()) {
           apply_activation(act, y + r0 * len, (r1 - r0) * len);  // in cache: the chunk just written
           r.bad = 1;                                             // no bound claimed for the other kinds
@@ -322,6 +366,30 @@ struct BnLoop {
       zero_padded_lanes(y, rows / cb, cb, len / block, block, C);
   }
 };
+
+// The loop's coefficients and geometry for output dims d in format ld: a, b folded in double as
+// the reference folds them (ops/norm.cpp) from scale, B, mean, var (float32 [C]).
+BnLoop bn_loop(const Activation& act, float eps, const Dims& d, Format ld, const float* g, const float* be,
+               const float* m, const float* v) {
+  BnLoop L;
+  L.act = act;
+  L.vec = act.is_identity() ? 0 : act.kind == ActKind::kRelu ? 1 : act.kind == ActKind::kClip ? 2 : 0;
+  L.block = d.size() == 4 ? std::max(1, format_channel_block(ld)) : 1;
+  L.C = d[1];
+  L.cb = (L.C + L.block - 1) / L.block;
+  int64_t hw = 1;
+  for (size_t i = 2; i < d.size(); ++i) hw *= d[i];
+  L.rows = d[0] * L.cb;
+  L.len = hw * L.block;
+  L.a.assign(static_cast<size_t>(L.cb * L.block), 0.f);
+  L.b.assign(L.a.size(), 0.f);
+  for (int64_t c = 0; c < L.C; ++c) {
+    const double a = static_cast<double>(g[c]) / std::sqrt(static_cast<double>(v[c]) + eps);
+    L.a[c] = static_cast<float>(a);
+    L.b[c] = static_cast<float>(static_cast<double>(be[c]) - static_cast<double>(m[c]) * a);
+  }
+  return L;
+}
 
 }  // namespace
 
@@ -343,33 +411,16 @@ std::unique_ptr<DnnlKernel> bn_create(const StepRequest& req) {
   if (!op) return nullptr;
   const Dims d = req.in_dims(0);
   if (constant_stats(req)) {
-    const Format ld = req.out_format(0);
-    BnLoop L;
-    L.act = op->activation();
-    L.vec = L.act.is_identity() ? 0 : L.act.kind == ActKind::kRelu ? 1 : L.act.kind == ActKind::kClip ? 2 : 0;
-    L.block = d.size() == 4 ? std::max(1, format_channel_block(ld)) : 1;
-    L.C = d[1];
-    L.cb = (L.C + L.block - 1) / L.block;
-    int64_t hw = 1;
-    for (size_t i = 2; i < d.size(); ++i) hw *= d[i];
-    L.rows = d[0] * L.cb;
-    L.len = hw * L.block;
-    L.a.assign(static_cast<size_t>(L.cb * L.block), 0.f);
-    L.b.assign(L.a.size(), 0.f);
-    const float* g = req.inputs[1]->value->data_as<float>();
-    const float* be = req.inputs[2]->value->data_as<float>();
-    const float* m = req.inputs[3]->value->data_as<float>();
-    const float* v = req.inputs[4]->value->data_as<float>();
-    for (int64_t c = 0; c < L.C; ++c) {  // as the reference folds them (ops/norm.cpp)
-      const double a = static_cast<double>(g[c]) / std::sqrt(static_cast<double>(v[c]) + op->epsilon());
-      L.a[c] = static_cast<float>(a);
-      L.b[c] = static_cast<float>(static_cast<double>(be[c]) - static_cast<double>(m[c]) * a);
-    }
+    BnLoop L = bn_loop(op->activation(), op->epsilon(), d, req.out_format(0), req.inputs[1]->value->data_as<float>(),
+                       req.inputs[2]->value->data_as<float>(), req.inputs[3]->value->data_as<float>(),
+                       req.inputs[4]->value->data_as<float>());
     auto k = std::make_unique<DnnlKernel>("infera batchnorm");
     const bool reorder = reorder_into_output(*k, req, d);
-    L.in_place = reorder;
-    k->set_after(L);
-    std::string act = L.act.is_identity() ? "" : std::string(" + ") + activation_name(L.act.kind);
+    BnLoop::Piece x;
+    if (reorder) x.temp = BnLoop::kInOutput;
+    L.set_pieces({x}, {L.C});
+    const std::string act = L.act.is_identity() ? "" : std::string(" + ") + activation_name(L.act.kind);
+    k->set_after(std::move(L));
     k->set_impl("loop" + act + (reorder ? " (via reorder)" : ""));
     return k;
   }
@@ -392,6 +443,90 @@ std::unique_ptr<DnnlKernel> bn_create(const StepRequest& req) {
                                                 {DNNL_ARG_MEAN, k->bind_input(3, c_md)},
                                                 {DNNL_ARG_VARIANCE, k->bind_input(4, c_md)}});
   io.out.finish(*k);
+  return k;
+}
+
+// ---------------------------------------------------------------- ConcatBatchNorm
+// The BatchNormalization loop reading each output channel group from the concatenated input that
+// holds it: no concatenated value is written. In oneDNN's blocked format when every input's C is
+// a multiple of the block (DenseNet: 32-channel growth), else plain; an input the planner gives in
+// another format than the output's is reordered into scratch first.
+namespace {
+
+const ConcatBatchNormOp* plan_concat_bn(const StepRequest& req, std::vector<int64_t>& channels) {
+  const auto* op = dynamic_cast<const ConcatBatchNormOp*>(req.op);
+  constexpr size_t k0 = ConcatBatchNormOp::kFirstX;
+  if (!op || req.inputs.size() <= k0 || req.outputs.size() != 1 || !req.has_out(0)) return nullptr;
+  const Dims y = req.out_dims(0);
+  if (y.size() < 2 || y.size() > 5) return nullptr;
+  for (size_t i = 0; i < k0; ++i)
+    if (!req.has_in(i) || !req.inputs[i]->value || req.inputs[i]->value->dtype() != DataType::kFloat32 ||
+        req.in_dims(i) != Dims{y[1]})
+      return nullptr;
+  channels.clear();
+  int64_t sum = 0;
+  for (size_t i = k0; i < req.inputs.size(); ++i) {
+    if (!req.has_in(i) || req.inputs[i]->value) return nullptr;
+    Dims d = req.in_dims(i);
+    if (d.size() != y.size()) return nullptr;
+    channels.push_back(d[1]);
+    sum += d[1];
+    d[1] = y[1];
+    if (d != y) return nullptr;
+  }
+  return sum == y[1] ? op : nullptr;
+}
+
+}  // namespace
+
+Support concat_bn_query(const StepRequest& req) {
+  std::vector<int64_t> c;
+  if (!plan_concat_bn(req, c)) return Support::no("a ConcatBatchNorm whose statistics are not float32 constants");
+  Support s;
+  s.ok = true;
+  const int64_t block = format_channel_block(dnnl_blocked_format());
+  bool whole = req.out_dims(0).size() == 4;
+  for (int64_t ci : c) whole = whole && ci % block == 0;
+  if (whole) {
+    std::vector<int> xs;
+    for (size_t i = ConcatBatchNormOp::kFirstX; i < req.inputs.size(); ++i) xs.push_back(static_cast<int>(i));
+    s.input_formats = blocked_slots(req.inputs, xs);
+    s.output_formats = blocked_slots(req.outputs, {0});
+  }
+  return s;
+}
+
+std::unique_ptr<DnnlKernel> concat_bn_create(const StepRequest& req) {
+  std::vector<int64_t> c;
+  const ConcatBatchNormOp* op = plan_concat_bn(req, c);
+  if (!op) return nullptr;
+  const Dims y = req.out_dims(0);
+  const Format ld = req.out_format(0);
+  BnLoop L = bn_loop(op->activation(), op->epsilon(), y, ld, req.inputs[0]->value->data_as<float>(),
+                     req.inputs[1]->value->data_as<float>(), req.inputs[2]->value->data_as<float>(),
+                     req.inputs[3]->value->data_as<float>());
+  for (int64_t ci : c)
+    if (ci % L.block != 0) return nullptr;  // the query offers blocked formats only for whole groups
+  auto k = std::make_unique<DnnlKernel>("infera concat batchnorm");
+  std::vector<BnLoop::Piece> pieces(c.size());
+  int reorders = 0;
+  for (size_t p = 0; p < c.size(); ++p) {
+    const int slot = static_cast<int>(ConcatBatchNormOp::kFirstX + p);
+    pieces[p].slot = slot;
+    if (req.in_format(slot) == ld) continue;
+    const Dims d = req.in_dims(slot);
+    const dnnl::memory in = k->bind_input(slot, md_of(d, req.in_format(slot))), to = k->temp(md_of(d, ld));
+    k->add_step(dnnl::reorder(
+                    dnnl::reorder::primitive_desc(engine(), in.get_desc(), engine(), to.get_desc(), user_scratchpad())),
+                {{DNNL_ARG_FROM, in}, {DNNL_ARG_TO, to}});
+    pieces[p].temp = k->temp_offset(to);
+    ++reorders;
+  }
+  L.set_pieces(std::move(pieces), c);
+  const std::string act = L.act.is_identity() ? "" : std::string(" + ") + activation_name(L.act.kind);
+  k->set_impl("loop" + act + " (" + std::to_string(c.size()) + " inputs" +
+              (reorders ? ", " + std::to_string(reorders) + " via reorder" : "") + ")");
+  k->set_after(std::move(L));
   return k;
 }
 

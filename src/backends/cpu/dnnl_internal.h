@@ -246,6 +246,8 @@ Support pool_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> pool_create(const StepRequest& req);
 Support bn_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> bn_create(const StepRequest& req);
+Support concat_bn_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> concat_bn_create(const StepRequest& req);
 Support eltwise_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> eltwise_create(const StepRequest& req);
 Support binary_query(const StepRequest& req);
