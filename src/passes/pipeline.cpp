@@ -13,6 +13,7 @@ std::vector<std::unique_ptr<Pass>> default_passes(bool host) {
   p.push_back(make_eliminate_noops());
   p.push_back(make_eliminate_dead_nodes());
   p.push_back(make_fold_batchnorm());
+  p.push_back(make_pool_before_pointwise_conv());  // after a BatchNorm folds into the conv, before fusions
   p.push_back(make_fuse_matmul_add());
   p.push_back(make_fuse_conv_activation());
   p.push_back(make_fuse_layer_norm());
