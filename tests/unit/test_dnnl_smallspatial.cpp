@@ -178,23 +178,27 @@ TEST_F(SmallSpatialConv, DeclinesOtherShapes) {
 
 TEST(SmallSpatialConvRule, TakesLargeWeights) {
   // Without INFERA_SMALLSPATIAL_CONV: 1x1 convs on 7x7 of >= 3 MB of weights, or >= 1.5 MB that
-  // expand; not a smaller one, not a square 1.8 MB one (RegNetX's 672), not a 14x14 one.
+  // expand, or >= 0.75 MB that expand 4x with an inlined activation; not a smaller one, not a
+  // square 1.8 MB one (RegNetX's 672), not a 14x14 one, not MNASNet's 192->1152 with Swish (SiLU).
   struct R {
     SsShape s;
     bool taken;
+    const char* act = "Relu";
   };
-  const R rs[] = {{{{1, 1024, 7, 7}, 768, 1, {0, 0, 0, 0}, {1, 1}, ""}, true},       // 3 MB
-                  {{{1, 320, 7, 7}, 1280, 1, {0, 0, 0, 0}, {1, 1}, ""}, true},       // 1.6 MB, expands
-                  {{{1, 128, 9, 9}, 512, 3, {0, 0, 0, 0}, {1, 1}, ""}, true},        // 3x3: 2.25 MB, expands
+  const R rs[] = {{{{1, 1024, 7, 7}, 768, 1, {0, 0, 0, 0}, {1, 1}, ""}, true},  // 3 MB
+                  {{{1, 320, 7, 7}, 1280, 1, {0, 0, 0, 0}, {1, 1}, ""}, true},  // 1.6 MB, expands
+                  {{{1, 128, 9, 9}, 512, 3, {0, 0, 0, 0}, {1, 1}, ""}, true},   // 3x3: 2.25 MB, expands
+                  {{{1, 192, 7, 7}, 1152, 1, {0, 0, 0, 0}, {1, 1}, ""}, true},  // 0.84 MB, expands 6x
+                  {{{1, 192, 7, 7}, 1152, 1, {0, 0, 0, 0}, {1, 1}, ""}, false, "Swish"},
                   {{{1, 672, 7, 7}, 672, 1, {0, 0, 0, 0}, {1, 1}, ""}, false},       // 1.8 MB, square
                   {{{1, 160, 7, 7}, 960, 1, {0, 0, 0, 0}, {1, 1}, ""}, false},       // 0.6 MB
                   {{{1, 1024, 14, 14}, 1024, 1, {0, 0, 0, 0}, {1, 1}, ""}, false}};  // 196 pixels
   ASSERT_EQ(std::getenv("INFERA_SMALLSPATIAL_CONV"), nullptr);
   uint32_t seed = 13100;
   for (const R& r : rs) {
-    OpCase c = ss_case(r.s, seed, "Relu");
+    OpCase c = ss_case(r.s, seed, r.act);
     seed += 4;
-    const std::string what = conv_case_what(c, "+ Relu");
+    const std::string what = conv_case_what(c, std::string("+ ") + r.act);
     check_case(c, what);
     const std::string impl = impl_of(c, dnnl_blocked_format());
     EXPECT_EQ(has(impl, "infera small-spatial conv"), r.taken && own_avx512_conv_here()) << what << ": " << impl;

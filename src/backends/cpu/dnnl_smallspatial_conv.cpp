@@ -285,10 +285,17 @@ SsMode smallspatial_mode() {
 // 5-12 alternated runs: bench/results/2026-12-07-cpu-smallspatial-conv-layers.md): weights of >= 3 MB (ResNet-50 /
 // wide_resnet50_2 layer4: 1.2-1.4x), or >= 1.5 MB with more outputs than inputs (ShuffleNet's conv5 1.6x, MNASNet's and
 // MobileNetV2's 320->1280 1.2-1.3x). Below, or square / projecting (RegNetX's 672->672 at 1.8 MB,
-// MobileNetV2's 960->320 at 1.2 MB), it runs within +-10% of oneDNN's jit: left to oneDNN.
-bool smallspatial_worth(int64_t C, int64_t M, int64_t taps) {
+// MobileNetV2's 960->320 at 1.2 MB), it runs within +-10% of oneDNN's jit: left to oneDNN. Also
+// (sixteenth session, same method) >= 0.75 MB expanding 4x or more with an activation the epilogue
+// inlines: MNASNet's 192->1152 + Relu on 7x7 (0.86 MB) 0.091 -> 0.080 ms, MNASNet b1 1.8% (4
+// alternated runs); with SiLU (EfficientNet's same shape) the epilogue's scalar activation doubles
+// the layer (0.113 -> 0.233 ms), so not there.
+bool smallspatial_worth(int64_t C, int64_t M, int64_t taps, ActKind act) {
   const double bytes = 4.0 * static_cast<double>(C * M * taps);
-  return bytes >= 3.0 * 1048576 || (bytes >= 1.5 * 1048576 && M > C);
+  const bool inline_act =
+      act == ActKind::kIdentity || act == ActKind::kRelu || act == ActKind::kLeakyRelu || act == ActKind::kClip;
+  return bytes >= 3.0 * 1048576 || (bytes >= 1.5 * 1048576 && M > C) ||
+         (bytes >= 0.75 * 1048576 && M >= 4 * C && inline_act);
 }
 
 // Host memory for the packed weights in 2 MB pages where the kernel gives them (transparent huge
@@ -328,7 +335,9 @@ std::unique_ptr<DnnlKernel> smallspatial_conv_create(const StepRequest& req) {
   g.SH = c.sh, g.SW = c.sw;
   g.PT = pads[0], g.PL = pads[1];
   if (g.NP > kMaxPixels || g.SH > 2 || g.SW > 2) return nullptr;
-  if (mode == SsMode::kRule && !smallspatial_worth(g.C, g.M, g.KH * g.KW)) return nullptr;
+  if (mode == SsMode::kRule &&
+      !smallspatial_worth(g.C, g.M, g.KH * g.KW, op->fused() ? op->activation().kind : ActKind::kIdentity))
+    return nullptr;
   g.kblocks = g.KH * g.KW * g.CB;
   g.last_lanes = static_cast<int>(g.C - 16 * (g.CB - 1));
   g.x_plain = req.in_format(0) == Format::kPlain, g.y_plain = req.out_format(0) == Format::kPlain;
