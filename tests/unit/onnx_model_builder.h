@@ -2,8 +2,10 @@
 // nodes, initializers and attributes, loaded through Session::load_from_memory.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +61,18 @@ struct ModelBuilder {
     return Session::load_from_memory(m.SerializeAsString(), "", o);
   }
 };
+
+// Steps of op `op` in s's plan for these input shapes; *first: the first of them.
+inline int plan_steps(Session& s, const std::map<std::string, std::vector<int64_t>>& shapes, const std::string& op,
+                      PlanStepInfo* first = nullptr) {
+  auto rep = s.prepare(shapes);
+  EXPECT_TRUE(rep.is_ok()) << rep.message();
+  if (!rep.is_ok()) return -1;
+  int k = 0;
+  for (const auto& st : rep.value().step_list)
+    if (st.op == op && k++ == 0 && first) *first = st;
+  return k;
+}
 
 inline void set_int(onnx::NodeProto* n, const std::string& k, int64_t v) {
   auto* a = n->add_attribute();

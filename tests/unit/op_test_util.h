@@ -169,4 +169,22 @@ inline double normalized_error(const Tensor& a, const Tensor& b) {
   return normalized_error(a.data_as<float>(), b.data_as<float>(), static_cast<size_t>(a.numel()));
 }
 
+// got against want by normalized_error's rule (NaN / Inf where want has them, finite values within
+// tol of max |finite want|); a failure names the first element that breaks it.
+inline void expect_close(const Tensor& got, const Tensor& want, const std::string& what, double tol = 1e-4) {
+  ASSERT_EQ(got.dims(), want.dims()) << what;
+  const double err = normalized_error(got, want);
+  if (err <= tol) return;
+  const float *a = got.data_as<float>(), *b = want.data_as<float>();
+  const size_t n = static_cast<size_t>(want.numel());
+  double r = 1e-6;
+  for (size_t i = 0; i < n; ++i)
+    if (std::isfinite(b[i])) r = std::max(r, std::fabs(static_cast<double>(b[i])));
+  size_t i = 0;
+  while (i < n && !nonfinite_mismatch(a[i], b[i]) && !(std::isfinite(b[i]) && std::fabs(double(a[i]) - b[i]) > tol * r))
+    ++i;
+  ADD_FAILURE() << what << ": normalized error " << err << " over " << tol << "; element " << i << " is "
+                << (i < n ? a[i] : 0.f) << ", want " << (i < n ? b[i] : 0.f);
+}
+
 }  // namespace infera::test

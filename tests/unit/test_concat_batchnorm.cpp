@@ -79,40 +79,6 @@ ModelBuilder dense_block(const Block& b, const std::function<void(ModelBuilder&)
   return mb;
 }
 
-// Steps of op `op` in s's plan for x's dims; *step: the first.
-int steps_of(Session& s, const std::vector<int64_t>& dims, const std::string& op, PlanStepInfo* step = nullptr) {
-  auto rep = s.prepare({{"x", dims}});
-  EXPECT_TRUE(rep.is_ok()) << rep.message();
-  if (!rep.is_ok()) return -1;
-  int k = 0;
-  for (const auto& st : rep.value().step_list)
-    if (st.op == op) {
-      if (step && k == 0) *step = st;
-      ++k;
-    }
-  return k;
-}
-
-// got against want: the same NaN / +-Inf positions, finite values within 1e-4 of max |want|.
-void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {
-  ASSERT_EQ(got.dims(), want.dims()) << what;
-  const float *a = got.data_as<float>(), *b = want.data_as<float>();
-  float scale = 0.f;
-  for (int64_t i = 0; i < want.numel(); ++i)
-    if (std::isfinite(b[i])) scale = std::max(scale, std::fabs(b[i]));
-  int bad = 0;
-  for (int64_t i = 0; i < want.numel() && bad < 5; ++i) {
-    const bool ok = std::isnan(b[i])   ? std::isnan(a[i])
-                    : std::isinf(b[i]) ? a[i] == b[i]
-                                       : std::isfinite(a[i]) && std::fabs(a[i] - b[i]) <= 1e-4f * scale;
-    if (!ok) {
-      ++bad;
-      ADD_FAILURE() << what << ": element " << i << " is " << a[i] << ", unfused " << b[i] << " (scale " << scale
-                    << ")";
-    }
-  }
-}
-
 // The fused session (passes, oneDNN; and passes, reference kernels) against the unfused graph on
 // the reference kernels, twice (the second run reuses the plan). `fused` Concats expected fused.
 void check_block(const Block& b, const Tensor& x, const std::string& what,
@@ -124,15 +90,15 @@ void check_block(const Block& b, const Tensor& x, const std::string& what,
   const std::vector<int64_t> dims = x.dims();
   const int want_fused = fused >= 0 ? fused : b.layers + 1;
   PlanStepInfo step;
-  EXPECT_EQ(steps_of(*dnnl.value(), dims, "com.infera.ConcatBatchNorm", &step), want_fused) << what;
-  EXPECT_EQ(steps_of(*dnnl.value(), dims, "Concat"), b.layers + 1 - want_fused + extra_concats) << what;
+  EXPECT_EQ(plan_steps(*dnnl.value(), {{"x", dims}}, "com.infera.ConcatBatchNorm", &step), want_fused) << what;
+  EXPECT_EQ(plan_steps(*dnnl.value(), {{"x", dims}}, "Concat"), b.layers + 1 - want_fused + extra_concats) << what;
   if (want_fused > 0) {
     EXPECT_EQ(step.backend, "dnnl") << what;
     EXPECT_EQ(step.output_formats, std::vector<std::string>{b.growth % 16 == 0 ? "nChw16c" : "plain"})
         << what << ": " << step.impl;
     EXPECT_NE(step.impl.find("infera concat batchnorm loop + Relu"), std::string::npos) << what << ": " << step.impl;
   }
-  EXPECT_EQ(steps_of(*ref.value(), dims, "com.infera.ConcatBatchNorm"), want_fused) << what;
+  EXPECT_EQ(plan_steps(*ref.value(), {{"x", dims}}, "com.infera.ConcatBatchNorm"), want_fused) << what;
   for (int r = 0; r < 2; ++r) {
     auto want = plain.value()->run({{"x", x}});
     auto got = dnnl.value()->run({{"x", x}});

@@ -126,43 +126,6 @@ Result<std::unique_ptr<Session>> load(const ModelBuilder& mb, bool optimize, boo
   return Session::load_from_memory(mb.m.SerializeAsString(), "", o);
 }
 
-// Steps of op `op` in the plan for input dims.
-int steps_of(Session& s, const std::vector<int64_t>& dims, const std::string& op, PlanStepInfo* step = nullptr,
-             std::vector<int64_t> w1_dims = {}) {
-  std::map<std::string, std::vector<int64_t>> shapes{{"x", dims}};
-  if (!w1_dims.empty()) shapes["w1"] = w1_dims;
-  auto rep = s.prepare(shapes);
-  EXPECT_TRUE(rep.is_ok()) << rep.message();
-  if (!rep.is_ok()) return -1;
-  int k = 0;
-  for (const auto& st : rep.value().step_list)
-    if (st.op == op) {
-      ++k;
-      if (step) *step = st;
-    }
-  return k;
-}
-
-// got against want: the same NaN / +-Inf positions, finite values within 1e-4 of max |want|.
-void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {
-  ASSERT_EQ(got.dims(), want.dims()) << what;
-  const float *a = got.data_as<float>(), *b = want.data_as<float>();
-  float scale = 0.f;
-  for (int64_t i = 0; i < want.numel(); ++i)
-    if (std::isfinite(b[i])) scale = std::max(scale, std::fabs(b[i]));
-  int bad = 0;
-  for (int64_t i = 0; i < want.numel() && bad < 5; ++i) {
-    const bool ok = std::isnan(b[i])   ? std::isnan(a[i])
-                    : std::isinf(b[i]) ? a[i] == b[i]
-                                       : std::isfinite(a[i]) && std::fabs(a[i] - b[i]) <= 1e-4f * scale;
-    if (!ok) {
-      ++bad;
-      ADD_FAILURE() << what << ": element " << i << " is " << a[i] << ", unfused " << b[i] << " (scale " << scale
-                    << ")";
-    }
-  }
-}
-
 // The fused session (passes, oneDNN; and passes, reference kernels) against the unfused graph on
 // the reference kernels, twice (the second run reuses the plan).
 void check_block(const Block& b, const Tensor& x, const std::string& what) {
@@ -171,12 +134,14 @@ void check_block(const Block& b, const Tensor& x, const std::string& what) {
   ASSERT_TRUE(fused.is_ok() && fused_ref.is_ok() && plain.is_ok()) << what;
   const std::vector<int64_t> dims = {b.n, b.c0, b.h, b.w};
   PlanStepInfo step;
-  EXPECT_EQ(steps_of(*fused.value(), dims, "com.infera.SqueezeExcite", &step), 1) << what;
+  EXPECT_EQ(plan_steps(*fused.value(), {{"x", dims}}, "com.infera.SqueezeExcite", &step), 1) << what;
   EXPECT_EQ(step.backend, "dnnl") << what;
   EXPECT_NE(step.impl.find(b.plain_x ? "(plain X" : "(nChw"), std::string::npos) << what << ": " << step.impl;
-  EXPECT_EQ(steps_of(*fused.value(), dims, "GlobalAveragePool") + steps_of(*fused.value(), dims, "ReduceMean"), 0)
+  EXPECT_EQ(plan_steps(*fused.value(), {{"x", dims}}, "GlobalAveragePool") +
+                plan_steps(*fused.value(), {{"x", dims}}, "ReduceMean"),
+            0)
       << what;
-  EXPECT_EQ(steps_of(*fused_ref.value(), dims, "com.infera.SqueezeExcite"), 1) << what;
+  EXPECT_EQ(plan_steps(*fused_ref.value(), {{"x", dims}}, "com.infera.SqueezeExcite"), 1) << what;
   for (int r = 0; r < 2; ++r) {
     auto want = plain.value()->run({{"x", x}});
     auto got = fused.value()->run({{"x", x}});
@@ -292,10 +257,9 @@ TEST(SqueezeExcite, LeavesOtherPatterns) {
     ASSERT_TRUE(fused.is_ok()) << c.why << ": " << fused.message();
     ASSERT_TRUE(plain.is_ok()) << c.why << ": " << plain.message();
     const bool w1_input = std::string(c.why) == "weights from an input";
-    EXPECT_EQ(steps_of(*fused.value(), {b.n, b.c0, b.h, b.w}, "com.infera.SqueezeExcite", nullptr,
-                       w1_input ? std::vector<int64_t>{8, 24, 1, 1} : std::vector<int64_t>{}),
-              0)
-        << c.why;
+    std::map<std::string, std::vector<int64_t>> shapes{{"x", {b.n, b.c0, b.h, b.w}}};
+    if (w1_input) shapes["w1"] = {8, 24, 1, 1};
+    EXPECT_EQ(plan_steps(*fused.value(), shapes, "com.infera.SqueezeExcite"), 0) << c.why;
     std::map<std::string, Tensor> in{{"x", random_tensor({b.n, b.c0, b.h, b.w}, 3)}};
     if (w1_input) in["w1"] = random_tensor({8, 24, 1, 1}, 4);
     auto want = plain.value()->run(in);
