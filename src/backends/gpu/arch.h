@@ -90,8 +90,9 @@ __device__ inline void pdl_trigger() {
 // The largest grid (in blocks) launch_dependent() launches as a programmatic dependent:
 // kPdlBlocksPerSm blocks per multiprocessor on devices of compute capability 9.0 and up (CUDA), 0
 // (never) elsewhere; INFERA_GPU_PDL=N sets the blocks per multiprocessor (0: off; read once: the
-// A/B switch). Larger grids are throughput-bound: the overlap saves nothing there, and ungated
-// ResNet-50 int8 b32 ran 1.39 -> 1.41 ms.
+// A/B switch). Larger grids are throughput-bound: the overlap saves nothing there. Measured on an
+// H100 (ResNet-50 int8): batch 1 0.414 -> 0.371 ms at 1, 2 or 4 blocks / SM, but batch 32 1.389 ->
+// 1.405 ms at each of them (not explained; a per-plan switch is the next step).
 inline constexpr int kPdlBlocksPerSm = 2;
 int64_t pdl_block_limit();
 
