@@ -153,7 +153,9 @@ inline int gpuPropSmemOptin(const gpuDeviceProp& p) { return static_cast<int>(p.
 inline gpuError_t gpuOccupancyMaxBlocks(int* n, const void* func, int threads, size_t smem) {
   return cudaOccupancyMaxActiveBlocksPerMultiprocessor(n, func, threads, smem);
 }
-inline gpuError_t gpuDeviceSmCount(int* n, int d) { return cudaDeviceGetAttribute(n, cudaDevAttrMultiProcessorCount, d); }
+inline gpuError_t gpuDeviceSmCount(int* n, int d) {
+  return cudaDeviceGetAttribute(n, cudaDevAttrMultiProcessorCount, d);
+}
 template <class T>
 gpuError_t gpuMemcpyFromSymbol(void* dst, const T& symbol, size_t n) {
   return cudaMemcpyFromSymbol(dst, symbol, n);
