@@ -72,11 +72,7 @@ class ConcatBatchNormKernel : public ConcatBatchNormOp {
     const float *sc = ctx.in(0).ptr<float>(), *bi = ctx.in(1).ptr<float>(), *me = ctx.in(2).ptr<float>(),
                 *va = ctx.in(3).ptr<float>();
     std::vector<float> a(static_cast<size_t>(C)), b(a.size());
-    for (int64_t c = 0; c < C; ++c) {  // as the BatchNormalization reference folds them
-      const double ac = static_cast<double>(sc[c]) / std::sqrt(static_cast<double>(va[c]) + static_cast<double>(eps_));
-      a[c] = static_cast<float>(ac);
-      b[c] = static_cast<float>(static_cast<double>(bi[c]) - static_cast<double>(me[c]) * ac);
-    }
+    bn_affine(sc, bi, me, va, eps_, C, a.data(), b.data());
     std::vector<std::pair<const float*, int64_t>> src;  // per channel: its input's plane 0, that input's C
     for (size_t i = kFirstX; i < ctx.num_inputs(); ++i) {
       const TensorRef& X = ctx.in(i);

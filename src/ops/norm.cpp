@@ -339,6 +339,15 @@ struct FusedBatchNormKernel : BatchNormKernel {
 
 }  // namespace
 
+void bn_affine(const float* scale, const float* bias, const float* mean, const float* var, float eps, int64_t C,
+               float* a, float* b) {
+  for (int64_t c = 0; c < C; ++c) {
+    const double ac = static_cast<double>(scale[c]) / std::sqrt(static_cast<double>(var[c]) + static_cast<double>(eps));
+    a[c] = static_cast<float>(ac);
+    b[c] = static_cast<float>(static_cast<double>(bias[c]) - static_cast<double>(mean[c]) * ac);
+  }
+}
+
 std::shared_ptr<const OpKernel> BatchNormOp::make_fused(const BatchNormOp& bn, Activation act) {
   return std::make_shared<BatchNormKernel>(bn, act);
 }

@@ -32,6 +32,12 @@ class BatchNormOp : public OpKernel {
 // Xk-1, axis 1))) without the concatenated value. Inputs scale, B, input_mean, input_var [C], then
 // X0 .. Xk-1 (k >= 1, the same dims but dim 1; their channels sum to C); output Y. Attributes
 // epsilon, activation, activation_alpha, activation_beta.
+// An inference BatchNormalization as y = x a[c] + b[c]: a = scale / sqrt(var + eps) and
+// b = B - mean a folded in double from float32 [C] statistics, then rounded to float (the CPU's BN
+// loop and the ConcatBatchNorm reference).
+void bn_affine(const float* scale, const float* bias, const float* mean, const float* var, float eps, int64_t C,
+               float* a, float* b);
+
 class ConcatBatchNormOp : public OpKernel {
  public:
   static constexpr size_t kFirstX = 4;  // inputs before the concatenated ones

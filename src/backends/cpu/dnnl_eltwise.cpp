@@ -308,20 +308,21 @@ struct BnLoop {
   struct Piece {
     int slot = 0;
     size_t temp = kFromInput;
-    int64_t cb = 0;  // channel groups
   };
   std::vector<Piece> pieces;
+  std::vector<int64_t> piece_cb;     // channel groups per piece
   std::vector<int> group_piece;      // per output channel group
   std::vector<int64_t> group_local;  // its group within that piece
 
   // Pieces of c[i] channels each (groups of `block`, whole groups unless a single piece).
   void set_pieces(std::vector<Piece> ps, const std::vector<int64_t>& c) {
     pieces = std::move(ps);
+    piece_cb.clear();
     group_piece.clear();
     group_local.clear();
     for (size_t p = 0; p < pieces.size(); ++p) {
-      pieces[p].cb = (c[p] + block - 1) / block;
-      for (int64_t g = 0; g < pieces[p].cb; ++g) {
+      piece_cb.push_back((c[p] + block - 1) / block);
+      for (int64_t g = 0; g < piece_cb.back(); ++g) {
         group_piece.push_back(static_cast<int>(p));
         group_local.push_back(g);
       }
@@ -331,15 +332,13 @@ struct BnLoop {
   void operator()(ComputeContext& ctx) const {
     float* y = ctx.out(0).ptr<float>();
     std::vector<const float*> xs(pieces.size());
-    std::vector<int64_t> pcb(pieces.size());
     for (size_t p = 0; p < pieces.size(); ++p) {
       const Piece& q = pieces[p];
       xs[p] = q.temp == kInOutput    ? y
               : q.temp == kFromInput ? ctx.in(q.slot).ptr<const float>()
                                      : reinterpret_cast<const float*>(static_cast<char*>(ctx.res.scratch) + q.temp);
-      pcb[p] = q.cb;
     }
-    const BnSrc src{xs.data(), group_piece.data(), pcb.data(), group_local.data()};
+    const BnSrc src{xs.data(), group_piece.data(), piece_cb.data(), group_local.data()};
     const int threads = rows * len >= (int64_t(1) << 15) ? std::max(1, ctx.num_threads) : 1;
     float m = 0.f;
     int bad = 0;
@@ -367,8 +366,8 @@ struct BnLoop {
   }
 };
 
-// The loop's coefficients and geometry for output dims d in format ld: a, b folded in double as
-// the reference folds them (ops/norm.cpp) from scale, B, mean, var (float32 [C]).
+// The loop's coefficients (bn_affine; zero on a blocked format's padded lanes) and geometry for
+// output dims d in format ld, from scale, B, mean, var (float32 [C]).
 BnLoop bn_loop(const Activation& act, float eps, const Dims& d, Format ld, const float* g, const float* be,
                const float* m, const float* v) {
   BnLoop L;
@@ -383,11 +382,7 @@ BnLoop bn_loop(const Activation& act, float eps, const Dims& d, Format ld, const
   L.len = hw * L.block;
   L.a.assign(static_cast<size_t>(L.cb * L.block), 0.f);
   L.b.assign(L.a.size(), 0.f);
-  for (int64_t c = 0; c < L.C; ++c) {
-    const double a = static_cast<double>(g[c]) / std::sqrt(static_cast<double>(v[c]) + eps);
-    L.a[c] = static_cast<float>(a);
-    L.b[c] = static_cast<float>(static_cast<double>(be[c]) - static_cast<double>(m[c]) * a);
-  }
+  bn_affine(g, be, m, v, eps, L.C, L.a.data(), L.b.data());
   return L;
 }
 
