@@ -1,7 +1,8 @@
-// com.infera.ConcatBatchNorm (ops/norm.h): the reference computes what Concat then the
-// BatchNormalization reference compute, plane by plane from the input that holds the channel:
-// a = scale / sqrt(var + eps) and b = B - mean a in double, rounded to float, y = x a + b, then the
-// activation; the same rounding as the unfused graph on the reference kernels.
+// com.infera.ConcatBatchNorm (ops/norm.h): the reference computes what Concat then a
+// BatchNormalization compute, plane by plane from the input that holds the channel: a, b by
+// bn_affine (folded in double, rounded to float), y = x a + b in float, then the activation: the
+// CPU BN loop's rounding. The BatchNormalization reference keeps a, b and y in double before the
+// final rounding, so the two differ in the last bits (the tests compare within 1e-4).
 #include <cmath>
 
 #include "ops/norm.h"
