@@ -81,10 +81,12 @@ ModelBuilder dense_block(const Block& b, const std::function<void(ModelBuilder&)
 
 // The fused session (passes, oneDNN; and passes, reference kernels) against the unfused graph on
 // the reference kernels, twice (the second run reuses the plan). `fused` Concats expected fused.
+// o: the sessions' options (the NaN test turns Winograd off).
 void check_block(const Block& b, const Tensor& x, const std::string& what,
-                 const std::function<void(ModelBuilder&)>& edit = {}, int fused = -1, int extra_concats = 0) {
+                 const std::function<void(ModelBuilder&)>& edit = {}, int fused = -1, int extra_concats = 0,
+                 const SessionOptions& o = {}) {
   const ModelBuilder mb = dense_block(b, edit);
-  auto dnnl = mb.load(true, true), ref = mb.load(true, false), plain = mb.load(false, false);
+  auto dnnl = mb.load(true, true, o), ref = mb.load(true, false, o), plain = mb.load(false, false, o);
   ASSERT_TRUE(dnnl.is_ok()) << what << ": " << dnnl.message();
   ASSERT_TRUE(ref.is_ok() && plain.is_ok()) << what;
   const std::vector<int64_t> dims = x.dims();
@@ -122,14 +124,18 @@ TEST(ConcatBatchNorm, DenseBlockFusesAndMatchesUnfused) {
   check_block(big, random_tensor({2, 8, 48, 48}, 17, -2, 2), "batch 2, 48 x 48");
 }
 
-// NaN or +-Inf in x reaches the outputs it reaches unfused (image 1 of 3 only).
+// NaN or +-Inf in x reaches the outputs it reaches unfused (image 1 of 3 only). Winograd off: its
+// tiles spread a NaN to the other outputs of a tile (docs/hardening.md), and whether the
+// search picks it for these 3x3 convs depends on the machine's timings (Zen 4: it did).
 TEST(ConcatBatchNorm, NaNAndInfPropagateAsUnfused) {
+  SessionOptions o;
+  o.winograd = SessionOptions::WinogradMode::kOff;
   for (float bad : {kNaN, kInf, -kInf}) {
     Block b;
     b.n = 3;
     Tensor x = random_tensor({b.n, 8, b.h, b.w}, 5, -2, 2);
     x.data_as<float>()[1 * 8 * b.h * b.w + 2 * b.h * b.w + 5] = bad;
-    check_block(b, x, "x holds " + std::to_string(bad));
+    check_block(b, x, "x holds " + std::to_string(bad), {}, -1, 0, o);
   }
 }
 
