@@ -79,5 +79,31 @@ if [ -n "$upgrade" ] || ! "$py" -c "import onnxruntime, onnx, numpy, nanobind, s
 else
   echo "setup: PyPI packages present in $py"
 fi
+# CUTLASS 3 (header-only; issue 11's int8 candidates on Hopper): the headers of PyPI's nvidia-cutlass
+# wheel, unpacked into .deps/cutlass (ignored by git; CMake looks there). Its Python is not used.
+CUTLASS_VERSION=4.2.0.0
+if [ "$(cat .deps/cutlass/VERSION 2>/dev/null)" != "$CUTLASS_VERSION" ]; then
+  echo "setup: fetching nvidia-cutlass $CUTLASS_VERSION headers into .deps/cutlass"
+  rm -rf .deps/cutlass .deps/cutlass-wheel
+  "$py" -m pip download -q --disable-pip-version-check --no-deps "nvidia-cutlass==$CUTLASS_VERSION" \
+    -d .deps/cutlass-wheel >>"$log" 2>&1 || fail "pip download nvidia-cutlass failed"
+  "$py" - "$CUTLASS_VERSION" >>"$log" 2>&1 <<'PY' || fail "unpacking the nvidia-cutlass wheel failed"
+import glob, os, sys, zipfile
+whl = glob.glob(".deps/cutlass-wheel/nvidia_cutlass-*.whl")[0]
+src = "cutlass_library/source/"
+with zipfile.ZipFile(whl) as z:
+    for n in z.namelist():
+        for part in ("include/", "tools/util/include/"):
+            if n.startswith(src + part) and not n.endswith("/"):
+                out = os.path.join(".deps/cutlass", n[len(src):])
+                os.makedirs(os.path.dirname(out), exist_ok=True)
+                with open(out, "wb") as f:
+                    f.write(z.read(n))
+open(".deps/cutlass/VERSION", "w").write(sys.argv[1])
+PY
+  rm -rf .deps/cutlass-wheel
+else
+  echo "setup: CUTLASS $CUTLASS_VERSION headers present"
+fi
 "$py" -c "import onnxruntime, onnx, numpy; print('setup: ok (onnxruntime %s, onnx %s, numpy %s for %s)' % (onnxruntime.__version__, onnx.__version__, numpy.__version__, '$py'))"
 rm -f "$log"

@@ -12,7 +12,8 @@ ConvAlgo algo_of(const std::string& n) {
   auto has = [&](const char* w) { return n.find(w) != std::string::npos; };
   if (has("winograd")) return ConvAlgo::kWinograd;
   if (has("implicit_gemm")) return ConvAlgo::kImplicitGemm;
-  if (has("cudnn") || has("cublas") || has("miopen") || has("rocblas") || has("hipblas")) return ConvAlgo::kVendor;
+  if (has("cudnn") || has("cublas") || has("cutlass") || has("miopen") || has("rocblas") || has("hipblas"))
+    return ConvAlgo::kVendor;
   if (has("direct")) return ConvAlgo::kDirect;
   if (has("gemm")) return ConvAlgo::kGemm;
   return ConvAlgo::kAuto;

@@ -70,6 +70,8 @@ void run_qcase(Ctx& ctx, QCase cc) {
   const int64_t xps = s.c + s.x_c_offset + cc.x_extra;
   if (cc.x_extra || s.x_c_offset) s.x_pixel_stride = xps;
   const int64_t yps = s.k + cc.y_off + cc.y_extra, zps = s.k + cc.z_extra;
+  if (cc.y_off || cc.y_extra) s.y_pixel_stride = yps, s.y_c_offset = cc.y_off;
+  if (cc.z_extra) s.z_pixel_stride = zps;
   const int64_t npix_in = static_cast<int64_t>(s.n) * s.h * s.w, npix_out = static_cast<int64_t>(s.n) * P * Q;
   const int64_t kred = static_cast<int64_t>(s.r) * s.s * s.c;
   std::vector<int8_t> x(npix_in * xps), w(s.k * kred);
@@ -237,6 +239,14 @@ void run_qconv(Ctx& ctx) {
     c->x_extra = 16;
     c->y_off = 32;
     c->y_extra = 8;
+  }
+  {  // 16-byte rows everywhere: the CUTLASS GEMM takes the slices too (TMA with row strides)
+    QCase* c = add("1x1 x, y, residual slices on 16-byte rows", qshape(2, 6, 6, 32, 64, 1, 1, 0));
+    c->s.x_c_offset = 16;
+    c->y_off = 16;
+    c->y_extra = 16;
+    c->z_extra = 16;
+    c->s.has_residual = true;
   }
   {
     QCase* c = add("3x3 dilation 2 pad 2", qshape(1, 12, 12, 32, 32, 3, 1, 2));

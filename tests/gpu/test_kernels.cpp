@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/gpu/kernels/s8_cutlass.h"
 #include "test_util.h"
 
 using namespace infera::gpu;
@@ -13,6 +14,8 @@ using namespace infera::gpu::test;
 // The one place where a variant may be skipped, with its reason (printed, never counted as a pass).
 static const char* skip_reason(const KernelInfo& k, const DeviceInfo& dev) {
   if (std::strstr(k.name, "_wgmma_") && !dev.wgmma) return "needs an sm_90 GPU and this build's sm_90a code";
+  if (std::strstr(k.name, "_cutlass_") && !s8_cutlass_built()) return "this build has no CUTLASS (.deps/cutlass)";
+  if (std::strstr(k.name, "_cutlass_") && !dev.wgmma) return "needs an sm_90 GPU and this build's sm_90a code";
   return nullptr;
 }
 

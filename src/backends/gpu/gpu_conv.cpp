@@ -15,6 +15,7 @@
 #include "backends/gpu/blas.h"
 #include "backends/gpu/dnn.h"
 #include "backends/gpu/gpu_internal.h"
+#include "backends/gpu/kernels/s8_cutlass.h"
 #include "ops/conv.h"
 #include "ops/matmul.h"
 #include "ops/quant.h"
@@ -76,9 +77,9 @@ PerfKey gpu_key(const GpuConfig& c, const char* op, std::string shape, const Act
   (void)gpuDriverGetVersion(&drv);
   (void)gpuRuntimeGetVersion(&rt);
   k.libs = std::string(kGpuVendor) + " rt " + std::to_string(rt) + " drv " + std::to_string(drv) +
-           (c.vendor_libs
-                ? " cuDNN " + std::to_string(gpu::dnn_version()) + " cuBLASLt " + std::to_string(gpu::blas_version())
-                : std::string(" ours only"));
+           (c.vendor_libs ? " cuDNN " + std::to_string(gpu::dnn_version()) + " cuBLASLt " +
+                                std::to_string(gpu::blas_version()) + (gpu::s8_cutlass_built() ? " CUTLASS" : "")
+                          : std::string(" ours only"));
   k.op = op;
   k.shape = std::move(shape);
   k.dtype = c.f16() ? "f16" : c.tf32 ? "tf32" : "f32";
@@ -666,6 +667,11 @@ class QConvKernel : public GpuKernel {
   Status choose(const StepRequest& req) {
     const gpu::QConvShape& s = p_.shape;
     std::vector<gpu::Candidate> cands = gpu::qconv_candidates(s, cfg_.dev.info);
+    // CUTLASS's kernels count as a vendor library (--no-vendor-libs: ours only).
+    if (!cfg_.vendor_libs)
+      std::erase_if(cands, [](const gpu::Candidate& cd) {
+        return gpu::s8_cutlass_gemm_is_variant(cd.id) || gpu::s8_cutlass_conv_is_variant(cd.id);
+      });
     if (cands.empty()) return Status::error(StatusCode::kInternal, "gpu: no int8 conv candidate");
     Scratch sc;
     const size_t ybytes = static_cast<size_t>(s.n) * s.p() * s.q() * s.k;

@@ -139,6 +139,9 @@ struct QConvShape {
   int pad_t = 0, pad_l = 0, pad_b = 0, pad_r = 0;
   int dil_h = 1, dil_w = 1;
   int64_t x_pixel_stride = 0, x_c_offset = 0;  // as ConvShape: decides the 16-byte loads
+  // Where y and the residual will live (QConvTensors::y / z; 0: dense, offset 0): the CUTLASS
+  // candidates' TMA stores and loads need 16-byte rows, so they are offered only where these allow.
+  int64_t y_pixel_stride = 0, y_c_offset = 0, z_pixel_stride = 0;
   int x_zero_point = 0;
   bool has_residual = false;
   bool z_uint8 = false, y_uint8 = false;

@@ -51,6 +51,14 @@ INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_wgmma_128x128_s2, kQConv, kS8,
                   "2 warpgroups, k-tile 128, 2 stages, 2 blocks/SM")
 INFERA_GPU_KERNEL(s8_conv_nhwc_implicit_gemm_wgmma_64x128_s2, kQConv, kS8,
                   "1 warpgroup, k-tile 128, 2 stages, 4 blocks/SM")
+// int8 on Hopper through CUTLASS 3 (sm_90a; built when the CUTLASS headers are found, s8_cutlass.h):
+// TMA warp-specialized mainloops, the reference's requantize as the epilogue visitor tree (exact).
+INFERA_GPU_KERNEL(s8_conv_nhwc_cutlass_gemm_128x128, kQConv, kS8, "CUTLASS GEMM (1x1 s1), cooperative persistent")
+INFERA_GPU_KERNEL(s8_conv_nhwc_cutlass_gemm_128x256, kQConv, kS8, "CUTLASS GEMM (1x1 s1), cooperative persistent")
+INFERA_GPU_KERNEL(s8_conv_nhwc_cutlass_gemm_256x128, kQConv, kS8, "CUTLASS GEMM (1x1 s1), cooperative persistent")
+INFERA_GPU_KERNEL(s8_conv_nhwc_cutlass_conv_128x128, kQConv, kS8, "CUTLASS implicit-GEMM conv, TMA im2col, k-tile 64")
+INFERA_GPU_KERNEL(s8_conv_nhwc_cutlass_conv_128x128_k128, kQConv, kS8,
+                  "CUTLASS implicit-GEMM conv, TMA im2col, k-tile 128")
 // QuantizeLinear / DequantizeLinear per tensor (the float side fp32 or fp16).
 INFERA_GPU_KERNEL(s8_quantize_linear, kQuant, kS8, "float -> int8/uint8, round half even, saturate")
 INFERA_GPU_KERNEL(s8_dequantize_linear, kQuant, kS8, "int8/uint8 -> float")

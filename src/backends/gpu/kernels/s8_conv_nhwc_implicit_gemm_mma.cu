@@ -20,6 +20,7 @@
 #include "backends/gpu/kernels/igemm.h"
 #include "backends/gpu/kernels/igemm_tile.h"
 #include "backends/gpu/kernels/launch_util.h"
+#include "backends/gpu/kernels/s8_cutlass.h"
 #include "backends/gpu/kernels/s8_igemm.h"
 
 namespace infera::gpu {
@@ -411,6 +412,19 @@ std::vector<Candidate> qconv_candidates(const QConvShape& s, const DeviceInfo& d
       if (smem > arch::kMaxSmemBytes || (dev.smem_optin > 0 && smem > dev.smem_optin)) continue;
       out.push_back({c.id, kernel_info(c.id).name, 0, 1});
     }
+  // CUTLASS 3 (Hopper, when built in): the GEMM for 1x1 stride-1 layers, the implicit-GEMM
+  // convolution for the rest; their tile schedulers size the grids themselves.
+  if (dev.wgmma && s8_cutlass_built()) {
+    if (s8_cutlass_gemm_supports(s))
+      for (const KernelId id :
+           {KernelId::s8_conv_nhwc_cutlass_gemm_128x256, KernelId::s8_conv_nhwc_cutlass_gemm_256x128,
+            KernelId::s8_conv_nhwc_cutlass_gemm_128x128})
+        out.push_back({id, kernel_info(id).name, s8_cutlass_workspace(s), 1});
+    if (s8_cutlass_conv_supports(s))
+      for (const KernelId id :
+           {KernelId::s8_conv_nhwc_cutlass_conv_128x128_k128, KernelId::s8_conv_nhwc_cutlass_conv_128x128})
+        out.push_back({id, kernel_info(id).name, s8_cutlass_workspace(s), 1});
+  }
   // Split-K where the grid leaves most multiprocessors idle (the deep layers at batch 1).
   for (const S8Config& c : kConfigs)
     if (c.split && (vec || c.scalar)) {
@@ -428,6 +442,8 @@ Status qconv_forward(const QConvShape& s, const Candidate& c, const QConvTensors
   if (s.has_residual != (t.z.data != nullptr)) return {"qconv: residual pointer does not match the shape"};
   if (reinterpret_cast<uintptr_t>(t.x.data) % 2 || reinterpret_cast<uintptr_t>(t.w) % 2)
     return {"qconv: x and w must be 2-byte aligned"};
+  if (s8_cutlass_gemm_is_variant(c.id)) return s8_cutlass_gemm_run(c.id, s, t, stream);
+  if (s8_cutlass_conv_is_variant(c.id)) return s8_cutlass_conv_run(c.id, s, t, stream);
   IgemmParams p = half_view(s, t);
   p.n_tiles = 0;
   const QEpi q = make_qepi(s, t);

@@ -75,14 +75,11 @@ __device__ inline double dadd(double a, double b) {
 }
 #endif
 
-__device__ inline int requant(const QEpi& q, int acc, int n, int m) {
+// The reference's double path for channel n given the residual's value zv (has_z: there is one).
+__device__ inline int requant_value(const QEpi& q, int acc, int n, bool has_z, int zv) {
   if (q.wsum) acc -= q.x_zp * q.wsum[n];  // int32 wrap-around, as the reference's int32 sums
   double v = dmul(dadd(static_cast<double>(acc), q.bias ? static_cast<double>(q.bias[n]) : 0.0), q.scale[n]);
-  if (q.z) {
-    const int64_t zi = m * q.z_ps + n;
-    const int zv = q.z_u8 ? int(reinterpret_cast<const uint8_t*>(q.z)[zi]) : int(q.z[zi]);
-    v = dadd(v, dmul(static_cast<double>(zv - q.z_zp), q.z_scale));
-  }
+  if (has_z) v = dadd(v, dmul(static_cast<double>(zv - q.z_zp), q.z_scale));
   switch (q.act) {
     case kActRelu: v = v < 0.0 ? 0.0 : v; break;
     case kActLeakyRelu: v = v < 0.0 ? dmul(q.alpha, v) : v; break;
@@ -95,6 +92,16 @@ __device__ inline int requant(const QEpi& q, int acc, int n, int m) {
   const double r = rint(dadd(dmul(v, q.inv_y), static_cast<double>(q.y_zp)));
   if (!(r == r)) return 0;
   return r < q.lo ? q.lo : r > q.hi ? q.hi : static_cast<int>(r);
+}
+
+// The same for output pixel m, its residual read from q.z.
+__device__ inline int requant(const QEpi& q, int acc, int n, int m) {
+  int zv = 0;
+  if (q.z) {
+    const int64_t zi = m * q.z_ps + n;
+    zv = q.z_u8 ? int(reinterpret_cast<const uint8_t*>(q.z)[zi]) : int(q.z[zi]);
+  }
+  return requant_value(q, acc, n, q.z != nullptr, zv);
 }
 
 // The loaders' view of the int8 tensors: pairs of int8 as one 16-bit element.

@@ -1,0 +1,224 @@
+// Internal: CUTLASS 3 candidates for com.infera.QConv on Hopper (sm_90a; issue 11 names CUTLASS as
+// an NVIDIA candidate beside our portable kernels). Two objects instantiate them:
+//   s8_conv_cutlass_gemm_sm90.cu  1x1 stride-1 convolutions as GEMMs (x [M, C] row-major times
+//                                 w [K, C]: CUTLASS's column-major B), TMA warp-specialized
+//                                 cooperative, persistent;
+//   s8_conv_cutlass_conv_sm90.cu  any other shape as CUTLASS's implicit-GEMM convolution (TMA
+//                                 im2col loads; sm_90 convolutions have only the non-persistent
+//                                 warp-specialized schedule).
+// (Two objects: CUTLASS 2's GemmUniversal, which the GEMM adapter pulls in, makes the sm_90
+// ConvUniversal's base ambiguous when both are seen in one translation unit.)
+//
+// The epilogue is our requantize, as a CUTLASS epilogue visitor tree whose one compute node
+// (Requant below) receives the int32 accumulator and per-channel rows (bias, float(scale * inv_y),
+// the channel index) and the int8 residual, and does what s8_igemm.h's requant_store8 does per
+// element: the float path where it provably gives the reference's result, the reference's double
+// arithmetic elsewhere (~1e-5 of the values): bit-exact with the reference (kernel tests, H100).
+// Measured (bench/results/2026-12-07-gpu-int8-cutlass-h100.md): the same kernels with a plain
+// float epilogue (no exactness) run ResNet-50's layer1 1x1 convs at 2.0-2.6 TB/s, this one at about
+// a third of that: the epilogue is what they lose on.
+//
+// Offered (s8_cutlass_*_supports) for int8 x with zero point 0, int8 y, an int8 residual or none,
+// C and K multiples of 16 (TMA: 16-byte rows), dilation 1; the run also needs every base pointer and
+// pixel stride 16-byte aligned (checked, else an error). Built only when the CUTLASS headers were
+// found (INFERA_HAVE_CUTLASS: scripts/setup_debian.sh fetches PyPI's nvidia-cutlass); without them the
+// variants exist in kernels/list.h but are never offered.
+#pragma once
+
+#include "backends/gpu/kernels.h"
+
+namespace infera::gpu {
+
+// Whether this build carries the CUTLASS candidates (INFERA_HAVE_CUTLASS, CUDA only).
+bool s8_cutlass_built();
+
+// Device scratch a CUTLASS candidate needs (Candidate::workspace_bytes): the epilogue's per-channel rows.
+inline size_t s8_cutlass_workspace(const QConvShape& s) {
+  return 2 * ((static_cast<size_t>(s.k) * 4 + 255) / 256 * 256);
+}
+
+bool s8_cutlass_gemm_is_variant(KernelId id);
+bool s8_cutlass_gemm_supports(const QConvShape& s);
+Status s8_cutlass_gemm_run(KernelId id, const QConvShape& s, const QConvTensors& t, gpuStream_t stream);
+
+bool s8_cutlass_conv_is_variant(KernelId id);
+bool s8_cutlass_conv_supports(const QConvShape& s);
+Status s8_cutlass_conv_run(KernelId id, const QConvShape& s, const QConvTensors& t, gpuStream_t stream);
+
+}  // namespace infera::gpu
+
+#if defined(INFERA_GPU_CUDA) && defined(INFERA_HAVE_CUTLASS) && defined(INFERA_CUTLASS_IMPL)
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/device_kernel.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
+#include "cutlass/kernel_hardware_info.hpp"
+
+#include "backends/gpu/kernels/activation_device.h"
+#include "backends/gpu/kernels/s8_igemm.h"
+
+namespace infera::gpu::cutlass_s8 {
+
+// The requantize node. Its inputs arrive as int32 arrays (Sm90Compute converts every child to the
+// compute type, int32 here: exact for all of them): the accumulator, cb = bias (x's zero point is 0),
+// sy = float(scale * inv_y) as its bits, n (the output channel, for the double path's reads) and the
+// residual byte. It is s8_igemm.h's requant_store8 per element: the float path where it provably
+// gives the reference's result, else the reference's double arithmetic (requant, with the residual
+// value given instead of read): bit-exact with the reference either way.
+struct RequantArgs {
+  QEpi q;  // make_qepi's constants; q.bias / q.scale for the double path (q.y / q.z unused)
+};
+
+template <class T>
+struct Requant {
+  using Arguments = RequantArgs;
+};
+template <int N>
+struct Requant<cutlass::Array<int32_t, N>> {
+  using Arguments = RequantArgs;
+  using A = cutlass::Array<int32_t, N>;
+
+  // The reference's double path for one element (out of line: taken for ~1e-5 of the values).
+  __device__ __noinline__ static int slow(const QEpi& q, int acc, int n, int has_z, int zv) {
+    return requant_value(q, acc, n, has_z != 0, zv);
+  }
+
+  // All N in float first (requant_store8's path), then the double path for the flagged ones.
+  template <bool Z>
+  CUTLASS_DEVICE static cutlass::Array<int8_t, N> run(const QEpi& q, A const& acc, A const& cb, A const& sy, A const& n,
+                                                      const A* z) {
+    cutlass::Array<int8_t, N> out;
+    uint32_t slow_mask = q.fast ? 0u : ~0u;
+    if (q.fast) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < N; ++i) {
+        const int a = static_cast<int>(static_cast<unsigned>(acc[i]) + static_cast<unsigned>(cb[i]));
+        float u = static_cast<float>(a) * __int_as_float(sy[i]);
+        float e = fabsf(u);
+        if constexpr (Z) {
+          const float t = static_cast<float>((*z)[i] - q.z_zp) * q.zs_f;  // the difference is exact
+          u += t;
+          e += fabsf(t);
+        }
+        switch (q.act) {
+          case kActRelu: u = u < 0.f ? 0.f : u; break;
+          case kActLeakyRelu:
+            if (u < 0.f) u *= q.alpha_f, e *= q.alpha_gain;
+            break;
+          case kActClip:
+            u = u < q.clip_lo_f ? q.clip_lo_f : u;
+            u = u > q.clip_hi_f ? q.clip_hi_f : u;
+            e = fmaxf(e, q.clip_abs);
+            break;
+          default: break;
+        }
+        const float rc = fminf(fmaxf(u, q.lo_u), q.hi_u);  // NaN becomes lo_u here, but e is NaN
+        const float t = rc + q.magic_zp;                   // rint(rc + y_zp), in its low bits
+        const float d = rc - (t - q.magic_zp);
+        if (!(fabsf(d) + fmaf(e, 4e-6f, q.band0) < 0.5f)) slow_mask |= 1u << (i % 32);
+        out[i] = static_cast<int8_t>(__float_as_uint(t) & 0xffu);
+      }
+    }
+    if (slow_mask) {
+      for (int i = 0; i < N; ++i)  // not unrolled: the rare path stays small
+        if ((slow_mask >> (i % 32)) & 1u)
+          out[i] = static_cast<int8_t>(slow(q, acc[i], n[i], Z ? 1 : 0, Z ? (*z)[i] : 0));
+    }
+    return out;
+  }
+  CUTLASS_DEVICE cutlass::Array<int8_t, N> operator()(A const& acc, A const& cb, A const& sy, A const& n,
+                                                      RequantArgs const& a) const {
+    return run<false>(a.q, acc, cb, sy, n, nullptr);
+  }
+  CUTLASS_DEVICE cutlass::Array<int8_t, N> operator()(A const& acc, A const& cb, A const& sy, A const& n, A const& z,
+                                                      RequantArgs const& a) const {
+    return run<true>(a.q, acc, cb, sy, n, &z);
+  }
+};
+
+namespace fu = cutlass::epilogue::fusion;
+using RowStride = cute::Stride<cute::_0, cute::_1, int64_t>;
+template <class Tile>
+using IntRow = fu::Sm90RowBroadcast<0, Tile, int32_t, int32_t, RowStride, 4>;
+using RequantNode = fu::Sm90Compute<Requant, int8_t, int32_t, cutlass::FloatRoundStyle::round_to_nearest>;
+
+// The tree: Requant(acc, cb, sy, n[, z]).
+template <class Tile, bool Res>
+using Evt = cute::conditional_t<
+    Res, fu::Sm90EVT<RequantNode, fu::Sm90AccFetch, IntRow<Tile>, IntRow<Tile>, IntRow<Tile>, fu::Sm90SrcFetch<int8_t>>,
+    fu::Sm90EVT<RequantNode, fu::Sm90AccFetch, IntRow<Tile>, IntRow<Tile>, IntRow<Tile>>>;
+
+// The per-channel rows the tree reads: sy (float bits) and n, written by prepare_rows into the
+// workspace's head; cb is the bias itself (null: the broadcast's default 0).
+struct Rows {
+  const int32_t* sy = nullptr;
+  const int32_t* n = nullptr;
+};
+// Fills the rows into the head of t.ws (s8_cutlass_workspace bytes; defined with the GEMM variants).
+Status prepare_rows(const QConvShape& s, const QConvTensors& t, Rows* rows, gpuStream_t stream);
+
+template <class Tile, bool Res>
+typename Evt<Tile, Res>::Arguments evt_args(const QConvShape& s, const QConvTensors& t, const Rows& rows) {
+  RequantArgs ra{make_qepi(s, t)};
+  typename IntRow<Tile>::Arguments cb{t.bias, 0, {}}, sy{rows.sy, 0, {}}, n{rows.n, 0, {}};
+  if constexpr (Res) {
+    return {{}, cb, sy, n, {}, ra};
+  } else {
+    return {{}, cb, sy, n, ra};
+  }
+}
+
+inline cutlass::KernelHardwareInfo hw_info() {
+  cutlass::KernelHardwareInfo hw;
+  int dev = 0, sms = 0;
+  (void)cudaGetDevice(&dev);
+  (void)cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  hw.device_id = dev;
+  hw.sm_count = sms;
+  return hw;
+}
+
+// Enqueues CUTLASS kernel Kernel (through its device adapter's static run) on stream. The dynamic
+// shared memory limit is set once per device here: the adapters' initialize() sets it on every
+// call, which a run captured into a GPU graph should not do.
+template <class Adapter, class Kernel>
+Status launch(const typename Kernel::Arguments& args, void* ws, size_t ws_bytes, gpuStream_t stream) {
+  static std::atomic<uint64_t> ready{0};  // one bit per device
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return {"qconv cutlass: no current device"};
+  const uint64_t bit = uint64_t{1} << (dev & 63);
+  if (!(ready.load(std::memory_order_acquire) & bit)) {
+    constexpr int smem = Kernel::SharedStorageSize;
+    if (smem >= (48 << 10) && cudaFuncSetAttribute(cutlass::device_kernel<Kernel>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return {"qconv cutlass: the kernel's shared memory was refused"};
+    }
+    ready.fetch_or(bit, std::memory_order_release);
+  }
+  if (Kernel::get_workspace_size(args) > ws_bytes) return {"qconv cutlass: workspace too small"};  // 0 today
+  if (Kernel::initialize_workspace(args, ws, stream) != cutlass::Status::kSuccess)
+    return {"qconv cutlass: workspace initialization failed"};
+  typename Kernel::Params params = Kernel::to_underlying_arguments(args, ws);
+  if (Adapter::run(params, stream) != cutlass::Status::kSuccess) return {"qconv cutlass: launch failed"};
+  return {};
+}
+
+// The shape conditions both objects share (see the header's comment).
+inline bool common_supports(const QConvShape& s) {
+  const int64_t yps = s.y_pixel_stride ? s.y_pixel_stride : s.k, zps = s.z_pixel_stride ? s.z_pixel_stride : s.k;
+  return s.x_zero_point == 0 && !s.y_uint8 && !(s.has_residual && s.z_uint8) && s.c % 16 == 0 && s.k % 16 == 0 &&
+         yps % 16 == 0 && s.y_c_offset % 16 == 0 && (!s.has_residual || zps % 16 == 0) && s.dil_h == 1 &&
+         s.dil_w == 1 &&
+         (s.act.kind == ActKind::kIdentity || s.act.kind == ActKind::kRelu || s.act.kind == ActKind::kLeakyRelu ||
+          s.act.kind == ActKind::kClip);
+}
+
+}  // namespace infera::gpu::cutlass_s8
+#endif
