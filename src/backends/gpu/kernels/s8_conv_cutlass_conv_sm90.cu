@@ -74,7 +74,7 @@ bool s8_cutlass_conv_supports(const QConvShape& s) {
                      (!s.y_pixel_stride || s.y_pixel_stride == s.k) && !s.y_c_offset &&
                      (!s.has_residual || !s.z_pixel_stride || s.z_pixel_stride == s.k);
   return cutlass_s8::common_supports(s) && dense && s.r <= 8 && s.s <= 8 && s.pad_t < s.r && s.pad_l < s.s &&
-         s.pad_b < s.r && s.pad_r < s.s;
+         s.pad_b < s.r && s.pad_r < s.s && static_cast<int64_t>(s.n) * s.p() * s.q() < (int64_t{1} << 31);
 }
 
 Status s8_cutlass_conv_run(KernelId id, const QConvShape& s, const QConvTensors& t, gpuStream_t stream) {
