@@ -77,8 +77,8 @@ int main(int argc, char** argv) {
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
   std::mt19937 rng(7);
-  std::printf("%-18s %5s %8s %5s %5s %-18s %9s %8s %7s %6s %s\n", "layer", "batch", "M", "C", "K", "variant", "ms", "GB/s",
-              "wrong", "ties", "algo");
+  std::printf("%-18s %5s %8s %5s %5s %-18s %9s %8s %7s %6s %s\n", "layer", "batch", "M", "C", "K", "variant", "ms",
+              "GB/s", "wrong", "ties", "algo");
   double tot[3][2] = {};
   for (int b : batches) {
     for (const Shape& s : shapes) {
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
         cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
         cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
         cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
-        cublasLtPointerMode_t pm = !v.alpha_vec  ? CUBLASLT_POINTER_MODE_HOST
+        cublasLtPointerMode_t pm = !v.alpha_vec ? CUBLASLT_POINTER_MODE_HOST
                                    : v.residual ? CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST
                                                 : CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO;
         cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm);
@@ -132,7 +132,8 @@ int main(int argc, char** argv) {
         cublasLtMatrixLayoutCreate(&lc, CUDA_R_8I, K, M, K);
         cublasLtMatmulPreference_t pref;
         cublasLtMatmulPreferenceCreate(&pref);
-        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                             sizeof ws_bytes);
         cublasLtMatmulHeuristicResult_t res[8] = {};
         int nres = 0;
         cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, 8, res, &nres);
@@ -158,8 +159,8 @@ int main(int argc, char** argv) {
           if (ms / reps < best) best = ms / reps, best_i = i;
         }
         if (best_i < 0) {
-          std::printf("%-18s %5d %8lld %5lld %5lld %-18s unsupported (heuristic status %d, %d results)\n", s.name.c_str(), b,
-                      (long long)M, (long long)C, (long long)K, v.name, int(st), nres);
+          std::printf("%-18s %5d %8lld %5lld %5lld %-18s unsupported (heuristic status %d, %d results)\n",
+                      s.name.c_str(), b, (long long)M, (long long)C, (long long)K, v.name, int(st), nres);
         } else {
           // Correctness on 512 sampled rows (the best algorithm's output).
           CK(cudaMemset(y, 0, M * K));
@@ -185,12 +186,15 @@ int main(int argc, char** argv) {
           const double bytes = double(M * C + K * C + M * K + (v.residual ? M * K : 0));
           int algo_id = -1, tile = -1, stages = -1;
           size_t wr;
-          cublasLtMatmulAlgoConfigGetAttribute(&res[best_i].algo, CUBLASLT_ALGO_CONFIG_ID, &algo_id, sizeof algo_id, &wr);
-          cublasLtMatmulAlgoConfigGetAttribute(&res[best_i].algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &wr);
-          cublasLtMatmulAlgoConfigGetAttribute(&res[best_i].algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &wr);
-          std::printf("%-18s %5d %8lld %5lld %5lld %-18s %9.4f %8.1f %7ld %6ld a%d t%d s%d (%d of %d) ws %zu\n", s.name.c_str(), b,
-                      (long long)M, (long long)C, (long long)K, v.name, best, bytes / best / 1e6, wrong, ties, algo_id, tile,
-                      stages, best_i, nres, res[best_i].workspaceSize);
+          cublasLtMatmulAlgoConfigGetAttribute(&res[best_i].algo, CUBLASLT_ALGO_CONFIG_ID, &algo_id, sizeof algo_id,
+                                               &wr);
+          cublasLtMatmulAlgoConfigGetAttribute(&res[best_i].algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile,
+                                               &wr);
+          cublasLtMatmulAlgoConfigGetAttribute(&res[best_i].algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages,
+                                               sizeof stages, &wr);
+          std::printf("%-18s %5d %8lld %5lld %5lld %-18s %9.4f %8.1f %7ld %6ld a%d t%d s%d (%d of %d) ws %zu\n",
+                      s.name.c_str(), b, (long long)M, (long long)C, (long long)K, v.name, best, bytes / best / 1e6,
+                      wrong, ties, algo_id, tile, stages, best_i, nres, res[best_i].workspaceSize);
           tot[vi][b == batches.front() ? 0 : 1] += best * s.count;
         }
         cublasLtMatmulPreferenceDestroy(pref);

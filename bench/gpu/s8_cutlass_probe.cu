@@ -23,9 +23,9 @@
 
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
-#include "cutlass/kernel_hardware_info.hpp"
 #include "cutlass/epilogue/collective/collective_builder.hpp"
 #include "cutlass/epilogue/thread/activation.h"
+#include "cutlass/kernel_hardware_info.hpp"
 #include "cutlass/util/packed_stride.hpp"
 // The GEMM and the convolution live in two objects of this one file (-DPROBE_CONV for the second):
 // CUTLASS 2's GemmUniversal (pulled in by the GEMM adapter) makes the sm90 ConvUniversal's base
@@ -63,8 +63,9 @@ template <class Tile>
 using EvtScaled = fu::Sm90EVT<fu::Sm90Compute<cutlass::multiplies, float, float, RS>, EvtAcc<Tile>,
                               fu::Sm90RowBroadcast<0, Tile, float, float, Stride<_0, _1, int64_t>, 4>>;
 template <class Tile>
-using EvtRes = fu::Sm90EVT<fu::Sm90Compute<cutlass::homogeneous_multiply_add, float, float, RS>,
-                           fu::Sm90ScalarBroadcast<float, Stride<_0, _0, int64_t>>, fu::Sm90SrcFetch<int8_t>, EvtScaled<Tile>>;
+using EvtRes =
+    fu::Sm90EVT<fu::Sm90Compute<cutlass::homogeneous_multiply_add, float, float, RS>,
+                fu::Sm90ScalarBroadcast<float, Stride<_0, _0, int64_t>>, fu::Sm90SrcFetch<int8_t>, EvtScaled<Tile>>;
 template <class Tile, bool Res>
 using EvtOut = fu::Sm90EVT<fu::Sm90Compute<cutlass::epilogue::thread::ReLu, int8_t, float, RS>,
                            cute::conditional_t<Res, EvtRes<Tile>, EvtScaled<Tile>>>;
@@ -92,7 +93,8 @@ struct Requant<cutlass::Array<double, N>> {
     if (!(r == r)) return 0;
     return static_cast<int8_t>(r < a.lo ? a.lo : r > a.hi ? a.hi : static_cast<int>(r));
   }
-  CUTLASS_DEVICE cutlass::Array<int8_t, N> operator()(A const& acc, A const& bias, A const& scale, RequantArgs const& a) const {
+  CUTLASS_DEVICE cutlass::Array<int8_t, N> operator()(A const& acc, A const& bias, A const& scale,
+                                                      RequantArgs const& a) const {
     cutlass::Array<int8_t, N> out;
     CUTLASS_PRAGMA_UNROLL
     for (int i = 0; i < N; ++i) out[i] = one(acc[i], bias[i], scale[i], nullptr, a);
@@ -159,8 +161,9 @@ template <class Tile, class Cluster, bool Res, bool Exact = false>
 struct GemmOp {
   using ElementC = cute::conditional_t<Res, int8_t, void>;
   using Epi = typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster, cutlass::epilogue::collective::EpilogueTileAuto,
-      int32_t, float, ElementC, cutlass::layout::RowMajor, 16, int8_t, cutlass::layout::RowMajor, 16, EpiSchedule,
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
+      cutlass::epilogue::collective::EpilogueTileAuto, int32_t, float, ElementC, cutlass::layout::RowMajor, 16, int8_t,
+      cutlass::layout::RowMajor, 16, EpiSchedule,
       cute::conditional_t<Exact, EvtExact<Tile, Res>, EvtOut<Tile, Res>>>::CollectiveOp;
   using Main = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, int8_t, cutlass::layout::RowMajor, 16, int8_t,
@@ -212,14 +215,16 @@ template <class Tile, class Cluster, bool Res, bool Exact = false>
 struct ConvOp {
   using ElementC = cute::conditional_t<Res, int8_t, void>;
   using Epi = typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster, cutlass::epilogue::collective::EpilogueTileAuto,
-      int32_t, float, ElementC, cutlass::layout::TensorNHWC, 16, int8_t, cutlass::layout::TensorNHWC, 16, cutlass::epilogue::TmaWarpSpecialized,
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
+      cutlass::epilogue::collective::EpilogueTileAuto, int32_t, float, ElementC, cutlass::layout::TensorNHWC, 16,
+      int8_t, cutlass::layout::TensorNHWC, 16, cutlass::epilogue::TmaWarpSpecialized,
       cute::conditional_t<Exact, EvtExact<Tile, Res>, EvtOut<Tile, Res>>>::CollectiveOp;
   using Main = typename cutlass::conv::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cutlass::conv::Operator::kFprop, int8_t,
       cutlass::layout::TensorNHWC, 16, int8_t, cutlass::layout::TensorNHWC, 16, int32_t, Tile, Cluster,
       cutlass::conv::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epi::SharedStorage))>,
-      cutlass::conv::KernelImplicitTmaWarpSpecializedSm90>::CollectiveOp;  // the only sm90 conv schedule (not persistent)
+      cutlass::conv::KernelImplicitTmaWarpSpecializedSm90>::CollectiveOp;  // the only sm90 conv schedule (not
+                                                                           // persistent)
   using PS = cutlass::conv::ConvProblemShape<cutlass::conv::Operator::kFprop, Main::NumSpatialDimensions>;
   using Kernel = cutlass::conv::kernel::ConvUniversal<PS, Main, Epi>;
   using Conv = cutlass::conv::device::ConvUniversalAdapter<Kernel>;
@@ -251,8 +256,7 @@ struct ConvOp {
     cutlass::KernelHardwareInfo hw;
     hw.device_id = 0;
     hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(0);
-    args = typename Conv::Arguments{
-        ps, {b.x, b.w}, {fusion_args(b), Res ? b.z : nullptr, sc, b.y, sd}, hw};
+    args = typename Conv::Arguments{ps, {b.x, b.w}, {fusion_args(b), Res ? b.z : nullptr, sc, b.y, sd}, hw};
     if (op.can_implement(args) != cutlass::Status::kSuccess) return false;
     const size_t wsb = Conv::get_workspace_size(args);
     if (wsb) CK(cudaMalloc(ws, wsb));
@@ -272,8 +276,8 @@ struct Host {
 };
 
 template <class Op>
-void probe(const char* cfg, bool exact, const std::string& layer, const Problem& pr, bool res, const Host& h, const Buffers& b, int reps,
-           double& sum, int count) {
+void probe(const char* cfg, bool exact, const std::string& layer, const Problem& pr, bool res, const Host& h,
+           const Buffers& b, int reps, double& sum, int count) {
   if (!Op::applies(pr)) return;
   Op op;
   void* ws = nullptr;
@@ -319,8 +323,10 @@ void probe(const char* cfg, bool exact, const std::string& layer, const Problem&
         ref = int(std::fmax(-128.f, std::fmin(127.f, std::nearbyint(v))));
       }
       const int d = std::abs(ref - int(hy[m * pr.k + n]));
-      if (exact) wrong += d != 0;
-      else wrong += d > 1, ties += d == 1;
+      if (exact)
+        wrong += d != 0;
+      else
+        wrong += d > 1, ties += d == 1;
     }
   }
   for (int i = 0; i < 3; ++i) ok = ok && op.run();
@@ -331,8 +337,8 @@ void probe(const char* cfg, bool exact, const std::string& layer, const Problem&
   float ms;
   CK(cudaEventElapsedTime(&ms, e0, e1));
   ms /= reps;
-  const double bytes = double(int64_t(pr.n) * pr.h * pr.w * pr.c + int64_t(pr.k) * pr.r * pr.s * pr.c +
-                              pr.m() * pr.k * (res ? 2 : 1));
+  const double bytes =
+      double(int64_t(pr.n) * pr.h * pr.w * pr.c + int64_t(pr.k) * pr.r * pr.s * pr.c + pr.m() * pr.k * (res ? 2 : 1));
   const double tops = 2.0 * pr.m() * pr.k * pr.r * pr.s * pr.c / (ms * 1e9);
   std::printf("%-18s %5d %-26s %s %9.4f ms %8.1f GB/s %7.1f TOPS wrong %ld ties %ld%s\n", layer.c_str(), pr.n, cfg,
               res ? "res " : "nores", ms, bytes / ms / 1e6, tops, wrong, ties, ok ? "" : " RUN FAILED");
@@ -342,10 +348,14 @@ void probe(const char* cfg, bool exact, const std::string& layer, const Problem&
 
 #ifdef PROBE_CONV
 void probe_convs(const std::string& layer, const Problem& pr, const Host& h, const Buffers& b, int reps, double* t) {
-  probe<ConvOp<Shape<_128, _128, Shape<_64>>, Shape<_1, _1, _1>, false>>("conv 128x128x64", false, layer, pr, false, h, b, reps, t[0], 1);
-  probe<ConvOp<Shape<_128, _256, Shape<_64>>, Shape<_1, _1, _1>, false>>("conv 128x256x64", false, layer, pr, false, h, b, reps, t[1], 1);
-  probe<ConvOp<Shape<_128, _128, Shape<_128>>, Shape<_1, _1, _1>, false>>("conv 128x128x128", false, layer, pr, false, h, b, reps, t[2], 1);
-  probe<ConvOp<Shape<_128, _128, Shape<_64>>, Shape<_1, _1, _1>, false, true>>("conv-exact 128x128x64", true, layer, pr, false, h, b, reps, t[4], 1);
+  probe<ConvOp<Shape<_128, _128, Shape<_64>>, Shape<_1, _1, _1>, false>>("conv 128x128x64", false, layer, pr, false, h,
+                                                                         b, reps, t[0], 1);
+  probe<ConvOp<Shape<_128, _256, Shape<_64>>, Shape<_1, _1, _1>, false>>("conv 128x256x64", false, layer, pr, false, h,
+                                                                         b, reps, t[1], 1);
+  probe<ConvOp<Shape<_128, _128, Shape<_128>>, Shape<_1, _1, _1>, false>>("conv 128x128x128", false, layer, pr, false,
+                                                                          h, b, reps, t[2], 1);
+  probe<ConvOp<Shape<_128, _128, Shape<_64>>, Shape<_1, _1, _1>, false, true>>("conv-exact 128x128x64", true, layer, pr,
+                                                                               false, h, b, reps, t[4], 1);
 }
 #else
 void probe_convs(const std::string& layer, const Problem& pr, const Host& h, const Buffers& b, int reps, double* t);
@@ -421,15 +431,23 @@ int main(int argc, char** argv) {
         if (res && !(l.r == 1 && l.stride == 1 && l.k >= 4 * l.c)) continue;
         std::vector<double> t(8, 0.0);
         if (res) {
-          probe<GemmOp<Shape<_128, _128, _128>, Shape<_1, _1, _1>, true>>("gemm 128x128x128", false, l.name, pr, true, h, b, reps, t[0], 1);
-          probe<GemmOp<Shape<_128, _256, _128>, Shape<_1, _1, _1>, true>>("gemm 128x256x128", false, l.name, pr, true, h, b, reps, t[1], 1);
-          probe<GemmOp<Shape<_256, _128, _128>, Shape<_1, _1, _1>, true>>("gemm 256x128x128", false, l.name, pr, true, h, b, reps, t[2], 1);
-          probe<GemmOp<Shape<_128, _256, _128>, Shape<_1, _1, _1>, true, true>>("gemm-exact 128x256x128", true, l.name, pr, true, h, b, reps, t[6], 1);
+          probe<GemmOp<Shape<_128, _128, _128>, Shape<_1, _1, _1>, true>>("gemm 128x128x128", false, l.name, pr, true,
+                                                                          h, b, reps, t[0], 1);
+          probe<GemmOp<Shape<_128, _256, _128>, Shape<_1, _1, _1>, true>>("gemm 128x256x128", false, l.name, pr, true,
+                                                                          h, b, reps, t[1], 1);
+          probe<GemmOp<Shape<_256, _128, _128>, Shape<_1, _1, _1>, true>>("gemm 256x128x128", false, l.name, pr, true,
+                                                                          h, b, reps, t[2], 1);
+          probe<GemmOp<Shape<_128, _256, _128>, Shape<_1, _1, _1>, true, true>>("gemm-exact 128x256x128", true, l.name,
+                                                                                pr, true, h, b, reps, t[6], 1);
         } else {
-          probe<GemmOp<Shape<_128, _128, _128>, Shape<_1, _1, _1>, false>>("gemm 128x128x128", false, l.name, pr, false, h, b, reps, t[0], 1);
-          probe<GemmOp<Shape<_128, _256, _128>, Shape<_1, _1, _1>, false>>("gemm 128x256x128", false, l.name, pr, false, h, b, reps, t[1], 1);
-          probe<GemmOp<Shape<_256, _128, _128>, Shape<_1, _1, _1>, false>>("gemm 256x128x128", false, l.name, pr, false, h, b, reps, t[2], 1);
-          probe<GemmOp<Shape<_128, _256, _128>, Shape<_1, _1, _1>, false, true>>("gemm-exact 128x256x128", true, l.name, pr, false, h, b, reps, t[6], 1);
+          probe<GemmOp<Shape<_128, _128, _128>, Shape<_1, _1, _1>, false>>("gemm 128x128x128", false, l.name, pr, false,
+                                                                           h, b, reps, t[0], 1);
+          probe<GemmOp<Shape<_128, _256, _128>, Shape<_1, _1, _1>, false>>("gemm 128x256x128", false, l.name, pr, false,
+                                                                           h, b, reps, t[1], 1);
+          probe<GemmOp<Shape<_256, _128, _128>, Shape<_1, _1, _1>, false>>("gemm 256x128x128", false, l.name, pr, false,
+                                                                           h, b, reps, t[2], 1);
+          probe<GemmOp<Shape<_128, _256, _128>, Shape<_1, _1, _1>, false, true>>("gemm-exact 128x256x128", true, l.name,
+                                                                                 pr, false, h, b, reps, t[6], 1);
           probe_convs(l.name, pr, h, b, reps, &t[3]);
         }
         double best = 1e30;
@@ -440,7 +458,8 @@ int main(int argc, char** argv) {
       best_sum += s * l.count;
       cudaFree(x), cudaFree(w), cudaFree(z), cudaFree(y), cudaFree(cb), cudaFree(sy), cudaFree(sd);
     }
-    std::printf("batch %d: best CUTLASS per layer x count (the residual form where it applies) %.3f ms\n", nb, best_sum);
+    std::printf("batch %d: best CUTLASS per layer x count (the residual form where it applies) %.3f ms\n", nb,
+                best_sum);
   }
   return 0;
 }
