@@ -69,8 +69,9 @@ namespace infera::gpu::cutlass_s8 {
 // compute type, int32 here: exact for all of them): the accumulator, cb = bias (x's zero point is 0),
 // sy = float(scale * inv_y) as its bits, n (the output channel, for the double path's reads) and the
 // residual byte. It is s8_igemm.h's requant_store8 per element: the float path where it provably
-// gives the reference's result, else the reference's double arithmetic (requant, with the residual
-// value given instead of read): bit-exact with the reference either way.
+// gives the reference's result, else the reference's double arithmetic (requant_value): bit-exact
+// with the reference either way. (The float path twins requant_store8's, which works on 8 channels
+// of one pixel with its own loads and stores.)
 struct RequantArgs {
   QEpi q;  // make_qepi's constants; q.bias / q.scale for the double path (q.y / q.z unused)
 };
@@ -215,9 +216,7 @@ inline bool common_supports(const QConvShape& s) {
   const int64_t yps = s.y_pixel_stride ? s.y_pixel_stride : s.k, zps = s.z_pixel_stride ? s.z_pixel_stride : s.k;
   return s.x_zero_point == 0 && !s.y_uint8 && !(s.has_residual && s.z_uint8) && s.c % 16 == 0 && s.k % 16 == 0 &&
          yps % 16 == 0 && s.y_c_offset % 16 == 0 && (!s.has_residual || zps % 16 == 0) && s.dil_h == 1 &&
-         s.dil_w == 1 &&
-         (s.act.kind == ActKind::kIdentity || s.act.kind == ActKind::kRelu || s.act.kind == ActKind::kLeakyRelu ||
-          s.act.kind == ActKind::kClip);
+         s.dil_w == 1 && act_supported(s.act);
 }
 
 }  // namespace infera::gpu::cutlass_s8
