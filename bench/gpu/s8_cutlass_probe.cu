@@ -453,7 +453,7 @@ int main(int argc, char** argv) {
         double best = 1e30;
         for (double v : t)
           if (v > 0 && v < best) best = v;
-        if (best < 1e30 && (!res || true)) s = best;
+        if (best < 1e30) s = best;
       }
       best_sum += s * l.count;
       cudaFree(x), cudaFree(w), cudaFree(z), cudaFree(y), cudaFree(cb), cudaFree(sy), cudaFree(sd);
