@@ -23,7 +23,7 @@ struct ConvOp {
   using ElementC = cute::conditional_t<Res, int8_t, void>;
   using Epi = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Shape<_1, _1, _1>,
-      cutlass::epilogue::collective::EpilogueTileAuto, int32_t, double, ElementC, cutlass::layout::TensorNHWC, 16,
+      cutlass::epilogue::collective::EpilogueTileAuto, int32_t, int32_t, ElementC, cutlass::layout::TensorNHWC, 16,
       int8_t, cutlass::layout::TensorNHWC, 16, cutlass::epilogue::TmaWarpSpecialized, Evt<Tile, Res>>::CollectiveOp;
   using Main = typename cutlass::conv::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, cutlass::conv::Operator::kFprop, int8_t,
@@ -52,13 +52,9 @@ struct ConvOp {
                    [&](auto i) { cute::get<0, i>(sc) = ps.stride_C[PS::RankT - 2 - i]; });
     cute::for_each(cute::make_seq<cute::rank<0>(typename Kernel::StrideD{})>{},
                    [&](auto i) { cute::get<0, i>(sd) = ps.stride_C[PS::RankT - 2 - i]; });
-    Rows rows;
-    const Status st = prepare_rows(s, t, &rows, stream);
-    if (!st.ok()) return st;
-    const size_t head = s8_cutlass_workspace(s);
-    typename Conv::Arguments args{ps, {x, t.w}, {evt_args<Tile, Res>(s, t, rows), z, sc, y, sd}, hw_info()};
-    if (!Kernel::can_implement(args)) return {"qconv cutlass: the convolution cannot take this shape"};
-    return launch<Conv, Kernel>(args, static_cast<char*>(t.ws) + head, t.ws_bytes - head, stream);
+    return run_requant<Conv, Kernel, Tile, Res>(s, t, stream, [&](const auto& evt) {
+      return typename Conv::Arguments{ps, {x, t.w}, {evt, z, sc, y, sd}, hw_info()};
+    });
   }
 };
 

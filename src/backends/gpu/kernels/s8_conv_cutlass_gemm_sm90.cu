@@ -16,19 +16,31 @@ namespace {
 using namespace cute;
 using namespace cutlass_s8;
 
+// The schedules: cooperative (both consumer warpgroups on one tile, persistent) and ping-pong (each
+// warpgroup its own tile, one's epilogue over the other's mainloop: for the memory-bound layers
+// whose epilogue is a large share of the tile's time).
+struct Coop {
+  using Epi = cutlass::epilogue::TmaWarpSpecializedCooperative;
+  using Main = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+};
+struct PingPong {
+  using Epi = cutlass::epilogue::TmaWarpSpecialized;
+  using Main = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
+};
+
 // x [M, C] row-major (pixel stride lda), w [K, C] (CUTLASS's column-major B), y / z [M, K] row-major.
-template <class Tile, bool Res>
+template <class Tile, class Sched, bool Res>
 struct GemmOp {
   using ElementC = cute::conditional_t<Res, int8_t, void>;
   using Epi = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Shape<_1, _1, _1>,
-      cutlass::epilogue::collective::EpilogueTileAuto, int32_t, double, ElementC, cutlass::layout::RowMajor, 16, int8_t,
-      cutlass::layout::RowMajor, 16, cutlass::epilogue::TmaWarpSpecializedCooperative, Evt<Tile, Res>>::CollectiveOp;
+      cutlass::epilogue::collective::EpilogueTileAuto, int32_t, int32_t, ElementC, cutlass::layout::RowMajor, 16,
+      int8_t, cutlass::layout::RowMajor, 16, typename Sched::Epi, Evt<Tile, Res>>::CollectiveOp;
   using Main = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, int8_t, cutlass::layout::RowMajor, 16, int8_t,
       cutlass::layout::ColumnMajor, 16, int32_t, Tile, Shape<_1, _1, _1>,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epi::SharedStorage))>,
-      cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+      typename Sched::Main>::CollectiveOp;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Main, Epi>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 
@@ -50,23 +62,16 @@ struct GemmOp {
     get<0>(sa) = xps;
     get<0>(sc) = zps;
     get<0>(sd) = yps;
-    Rows rows;
-    const Status st = prepare_rows(s, t, &rows, stream);
-    if (!st.ok()) return st;
-    const size_t head = s8_cutlass_workspace(s);
-    typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
-                                  {m, n, k, 1},
-                                  {x, sa, t.w, sb},
-                                  {evt_args<Tile, Res>(s, t, rows), z, sc, y, sd},
-                                  hw_info()};
-    if (!Kernel::can_implement(args)) return {"qconv cutlass: the GEMM cannot take this shape"};
-    return launch<Gemm, Kernel>(args, static_cast<char*>(t.ws) + head, t.ws_bytes - head, stream);
+    return run_requant<Gemm, Kernel, Tile, Res>(s, t, stream, [&](const auto& evt) {
+      return typename Gemm::Arguments{
+          cutlass::gemm::GemmUniversalMode::kGemm, {m, n, k, 1}, {x, sa, t.w, sb}, {evt, z, sc, y, sd}, hw_info()};
+    });
   }
 };
 
-template <class Tile>
+template <class Tile, class Sched = Coop>
 Status run_tile(const QConvShape& s, const QConvTensors& t, gpuStream_t stream) {
-  return s.has_residual ? GemmOp<Tile, true>::run(s, t, stream) : GemmOp<Tile, false>::run(s, t, stream);
+  return s.has_residual ? GemmOp<Tile, Sched, true>::run(s, t, stream) : GemmOp<Tile, Sched, false>::run(s, t, stream);
 }
 
 __global__ void cutlass_rows_kernel(const double* scale, double inv_y, int k, int32_t* sy, int32_t* n) {
@@ -107,6 +112,11 @@ Status s8_cutlass_gemm_run(KernelId id, const QConvShape& s, const QConvTensors&
     case KernelId::s8_conv_nhwc_cutlass_gemm_128x128: return run_tile<Shape<_128, _128, _128>>(s, t, stream);
     case KernelId::s8_conv_nhwc_cutlass_gemm_128x256: return run_tile<Shape<_128, _256, _128>>(s, t, stream);
     case KernelId::s8_conv_nhwc_cutlass_gemm_256x128: return run_tile<Shape<_256, _128, _128>>(s, t, stream);
+    case KernelId::s8_conv_nhwc_cutlass_gemm_256x64: return run_tile<Shape<_256, _64, _128>>(s, t, stream);
+    case KernelId::s8_conv_nhwc_cutlass_gemm_pp_128x64: return run_tile<Shape<_128, _64, _128>, PingPong>(s, t, stream);
+    case KernelId::s8_conv_nhwc_cutlass_gemm_pp_128x128:
+      return run_tile<Shape<_128, _128, _128>, PingPong>(s, t, stream);
+    case KernelId::s8_conv_nhwc_cutlass_gemm_pp_64x128: return run_tile<Shape<_64, _128, _128>, PingPong>(s, t, stream);
     default: return {"qconv cutlass: not a GEMM variant"};
   }
 }
@@ -119,8 +129,9 @@ Status s8_cutlass_gemm_run(KernelId, const QConvShape&, const QConvTensors&, gpu
 #endif
 
 bool s8_cutlass_gemm_is_variant(KernelId id) {
-  return id == KernelId::s8_conv_nhwc_cutlass_gemm_128x128 || id == KernelId::s8_conv_nhwc_cutlass_gemm_128x256 ||
-         id == KernelId::s8_conv_nhwc_cutlass_gemm_256x128;
+  for (const KernelId v : kCutlassGemmVariants)
+    if (id == v) return true;
+  return false;
 }
 
 }  // namespace infera::gpu

@@ -416,9 +416,7 @@ std::vector<Candidate> qconv_candidates(const QConvShape& s, const DeviceInfo& d
   // convolution for the rest; their tile schedulers size the grids themselves.
   if (dev.wgmma && s8_cutlass_built()) {
     if (s8_cutlass_gemm_supports(s))
-      for (const KernelId id :
-           {KernelId::s8_conv_nhwc_cutlass_gemm_128x256, KernelId::s8_conv_nhwc_cutlass_gemm_256x128,
-            KernelId::s8_conv_nhwc_cutlass_gemm_128x128})
+      for (const KernelId id : kCutlassGemmVariants)
         out.push_back({id, kernel_info(id).name, s8_cutlass_workspace(s), 1});
     if (s8_cutlass_conv_supports(s))
       for (const KernelId id :

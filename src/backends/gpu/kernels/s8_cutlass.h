@@ -37,6 +37,12 @@ inline size_t s8_cutlass_workspace(const QConvShape& s) {
   return 2 * ((static_cast<size_t>(s.k) * 4 + 255) / 256 * 256);
 }
 
+// The GEMM variants, in the order the search is offered them.
+inline constexpr KernelId kCutlassGemmVariants[] = {
+    KernelId::s8_conv_nhwc_cutlass_gemm_128x256,    KernelId::s8_conv_nhwc_cutlass_gemm_256x128,
+    KernelId::s8_conv_nhwc_cutlass_gemm_128x128,    KernelId::s8_conv_nhwc_cutlass_gemm_256x64,
+    KernelId::s8_conv_nhwc_cutlass_gemm_pp_128x128, KernelId::s8_conv_nhwc_cutlass_gemm_pp_128x64,
+    KernelId::s8_conv_nhwc_cutlass_gemm_pp_64x128};
 bool s8_cutlass_gemm_is_variant(KernelId id);
 bool s8_cutlass_gemm_supports(const QConvShape& s);
 Status s8_cutlass_gemm_run(KernelId id, const QConvShape& s, const QConvTensors& t, gpuStream_t stream);
@@ -84,54 +90,85 @@ template <int N>
 struct Requant<cutlass::Array<int32_t, N>> {
   using Arguments = RequantArgs;
   using A = cutlass::Array<int32_t, N>;
+  static_assert(N <= 64, "one bit per element");
+  using Mask = cute::conditional_t<(N > 32), uint64_t, uint32_t>;
 
-  // The reference's double path for one element (out of line: taken for ~1e-5 of the values).
-  __device__ __noinline__ static int slow(const QEpi& q, int acc, int n, int has_z, int zv) {
-    return requant_value(q, acc, n, has_z != 0, zv);
-  }
-
-  // All N in float first (requant_store8's path), then the double path for the flagged ones.
+  // All N in float first (requant_store8's path), then the double path for the flagged ones. No
+  // fragment is indexed by a run-time value and nothing is called: either puts the fragments (or the
+  // registers live across the call) in local memory (the first version, an out-of-line double path
+  // called from a rolled loop: ~330 bytes of stack a thread, 2.6-3.3x the float epilogue's time).
   template <bool Z>
   CUTLASS_DEVICE static cutlass::Array<int8_t, N> run(const QEpi& q, A const& acc, A const& cb, A const& sy, A const& n,
                                                       const A* z) {
     cutlass::Array<int8_t, N> out;
-    uint32_t slow_mask = q.fast ? 0u : ~0u;
-    if (q.fast) {
+    Mask slow_mask = ~Mask{0} >> (8 * sizeof(Mask) - N);  // the accumulator's bound unknown: all
+    if (q.fast) slow_mask = float_path<Z>(q, acc, cb, sy, z, out);
+    // The reference's double path for the flagged elements (~1e-5 of them on the float path), one
+    // at a time: one inlined copy, its operands picked by unrolled selects.
+    while (slow_mask) {
+      const int j = (N > 32 ? __ffsll(static_cast<long long>(slow_mask)) : __ffs(static_cast<int>(slow_mask))) - 1;
+      slow_mask &= slow_mask - 1;
+      int aj = 0, nj = 0, zj = 0;
       CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < N; ++i) {
-        const int a = static_cast<int>(static_cast<unsigned>(acc[i]) + static_cast<unsigned>(cb[i]));
-        float u = static_cast<float>(a) * __int_as_float(sy[i]);
-        float e = fabsf(u);
-        if constexpr (Z) {
-          const float t = static_cast<float>((*z)[i] - q.z_zp) * q.zs_f;  // the difference is exact
-          u += t;
-          e += fabsf(t);
+      for (int i = 0; i < N; ++i)
+        if (i == j) {
+          aj = acc[i], nj = n[i];
+          if constexpr (Z) zj = (*z)[i];
         }
-        switch (q.act) {
-          case kActRelu: u = u < 0.f ? 0.f : u; break;
-          case kActLeakyRelu:
-            if (u < 0.f) u *= q.alpha_f, e *= q.alpha_gain;
-            break;
-          case kActClip:
-            u = u < q.clip_lo_f ? q.clip_lo_f : u;
-            u = u > q.clip_hi_f ? q.clip_hi_f : u;
-            e = fmaxf(e, q.clip_abs);
-            break;
-          default: break;
-        }
-        const float rc = fminf(fmaxf(u, q.lo_u), q.hi_u);  // NaN becomes lo_u here, but e is NaN
-        const float t = rc + q.magic_zp;                   // rint(rc + y_zp), in its low bits
-        const float d = rc - (t - q.magic_zp);
-        if (!(fabsf(d) + fmaf(e, 4e-6f, q.band0) < 0.5f)) slow_mask |= 1u << (i % 32);
-        out[i] = static_cast<int8_t>(__float_as_uint(t) & 0xffu);
-      }
-    }
-    if (slow_mask) {
-      for (int i = 0; i < N; ++i)  // not unrolled: the rare path stays small
-        if ((slow_mask >> (i % 32)) & 1u)
-          out[i] = static_cast<int8_t>(slow(q, acc[i], n[i], Z ? 1 : 0, Z ? (*z)[i] : 0));
+      const auto r = static_cast<int8_t>(requant_value(q, aj, nj, Z, zj));
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < N; ++i)
+        if (i == j) out[i] = r;
     }
     return out;
+  }
+
+  // requant_store8's float path on all N: writes out, returns the elements it cannot vouch for.
+  template <bool Z>
+  CUTLASS_DEVICE static Mask float_path(const QEpi& q, A const& acc, A const& cb, A const& sy, const A* z,
+                                        cutlass::Array<int8_t, N>& out) {
+    float u[N], e[N];
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < N; ++i) {
+      const int a = static_cast<int>(static_cast<unsigned>(acc[i]) + static_cast<unsigned>(cb[i]));
+      u[i] = static_cast<float>(a) * __int_as_float(sy[i]);
+      e[i] = fabsf(u[i]);
+      if constexpr (Z) {
+        const float t = static_cast<float>((*z)[i] - q.z_zp) * q.zs_f;  // the difference is exact
+        u[i] += t;
+        e[i] += fabsf(t);
+      }
+    }
+    switch (q.act) {  // uniform: one branch a fragment
+      case kActRelu:
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < N; ++i) u[i] = u[i] < 0.f ? 0.f : u[i];
+        break;
+      case kActLeakyRelu:
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < N; ++i)
+          if (u[i] < 0.f) u[i] *= q.alpha_f, e[i] *= q.alpha_gain;
+        break;
+      case kActClip:
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < N; ++i) {
+          u[i] = u[i] < q.clip_lo_f ? q.clip_lo_f : u[i];
+          u[i] = u[i] > q.clip_hi_f ? q.clip_hi_f : u[i];
+          e[i] = fmaxf(e[i], q.clip_abs);
+        }
+        break;
+      default: break;
+    }
+    Mask slow_mask = 0;
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < N; ++i) {
+      const float rc = fminf(fmaxf(u[i], q.lo_u), q.hi_u);  // NaN becomes lo_u here, but e is NaN
+      const float t = rc + q.magic_zp;                      // rint(rc + y_zp), in its low bits
+      const float d = rc - (t - q.magic_zp);
+      if (!(fabsf(d) + fmaf(e[i], 4e-6f, q.band0) < 0.5f)) slow_mask |= Mask{1} << i;
+      out[i] = static_cast<int8_t>(__float_as_uint(t) & 0xffu);
+    }
+    return slow_mask;
   }
   CUTLASS_DEVICE cutlass::Array<int8_t, N> operator()(A const& acc, A const& cb, A const& sy, A const& n,
                                                       RequantArgs const& a) const {
@@ -209,6 +246,19 @@ Status launch(const typename Kernel::Arguments& args, void* ws, size_t ws_bytes,
   typename Kernel::Params params = Kernel::to_underlying_arguments(args, ws);
   if (Adapter::run(params, stream) != cutlass::Status::kSuccess) return {"qconv cutlass: launch failed"};
   return {};
+}
+
+// The run both objects share: fills the epilogue's rows, builds the kernel's arguments by
+// make_args(the tree's arguments), checks them, and enqueues the kernel behind the rows.
+template <class Adapter, class Kernel, class Tile, bool Res, class MakeArgs>
+Status run_requant(const QConvShape& s, const QConvTensors& t, gpuStream_t stream, MakeArgs&& make_args) {
+  Rows rows;
+  const Status st = prepare_rows(s, t, &rows, stream);
+  if (!st.ok()) return st;
+  const typename Kernel::Arguments args = make_args(evt_args<Tile, Res>(s, t, rows));
+  if (!Kernel::can_implement(args)) return {"qconv cutlass: the kernel cannot take this shape"};
+  const size_t head = s8_cutlass_workspace(s);
+  return launch<Adapter, Kernel>(args, static_cast<char*>(t.ws) + head, t.ws_bytes - head, stream);
 }
 
 // The shape conditions both objects share (see the header's comment).
