@@ -1,6 +1,7 @@
 #!/bin/bash
 # Eighteenth session: the CUTLASS candidates' exact epilogue without local memory (s8_cutlass.h: no
-# run-time fragment index, no out-of-line call; ptxas: 0 bytes of stack, was 328-336) and the new
+# run-time fragment index, no out-of-line call; ptxas: GEMMs 0 bytes of stack, was 328-336; convs
+# 4-40 bytes of spills) and the new
 # GEMM tiles (cooperative 256x64; ping-pong 128x64, 128x128, 64x128). In one call:
 # the int8 kernel tests (bit-exact), bench_conv b256 per layer (ours vs CUTLASS exact), the probe's
 # float epilogue on the same layers (the speed an exact epilogue should approach), ResNet-50 int8 at
