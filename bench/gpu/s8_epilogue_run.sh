@@ -1,12 +1,12 @@
 #!/bin/bash
-# Eighteenth session: the CUTLASS candidates' exact epilogue without local memory (s8_cutlass.h: no
-# run-time fragment index, no out-of-line call; ptxas: GEMMs 0 bytes of stack, was 328-336; convs
-# 4-40 bytes of spills) and the new
-# GEMM tiles (cooperative 256x64; ping-pong 128x64, 128x128, 64x128). In one call:
-# the int8 kernel tests (bit-exact), bench_conv b256 per layer (ours vs CUTLASS exact), the probe's
-# float epilogue on the same layers (the speed an exact epilogue should approach), ResNet-50 int8 at
-# batch 1 / 32 / 256 with CUTLASS and ours only (--no-vendor-libs), infera fp16 and the PyTorch
-# peer's fp16, a profile.
+# The CUTLASS int8 candidates in the network (issue 11). Eighteenth session: the exact epilogue
+# without local memory and the new GEMM tiles. Nineteenth: the epilogue rows made once per plan (no
+# rows kernel before each CUTLASS step), the GEMMs launched as programmatic dependents, the magic
+# constant's conversions. In one call: the int8 kernel tests (bit-exact), ResNet-50 int8 at batch 1
+# / 32 / 256 with CUTLASS, ours only (--no-vendor-libs) and CUTLASS without PDL (INFERA_GPU_PDL=0,
+# the same perf db as the CUTLASS run: the same choices), infera fp16 and the PyTorch peer's fp16,
+# bench_conv b256 per layer (ours vs CUTLASS), a profile; PROBE=1 adds the probe's float epilogue
+# on the same layers (the speed an exact epilogue should approach).
 # carry: .gpu-infera (stage.tar.xz, kt.xz, bench_conv.xz, s8_cutlass_probe.xz, torch_peer.py)
 set -u
 stage=.gpu-infera/stage.tar.xz total=${1:-400}
@@ -20,20 +20,25 @@ inf=$bin/infera shapes=tests/gpu/resnet50_conv_shapes.txt
 echo "== kernel tests ($(left) s left)"
 timeout 70 /tmp/kt --only int8 >"$out/kernels.txt" 2>&1; echo "int8 suite exit $?"
 grep -E "^s8_conv_nhwc_cutlass|variants|first failure|FAIL" "$out/kernels.txt" | head -24
+echo "== unit: the int8 steps on the GPU ($(left) s left)"
+timeout 90 "$bin/infera_unit_tests" --gtest_brief=1 --gtest_filter='QuantBackends.*:GpuConv*:GpuPackedWeights*:GpuGraphs*' \
+  >"$out/unit.txt" 2>&1; echo "unit exit $?"
+grep -E "FAILED|PASSED|SKIPPED" "$out/unit.txt" | tail -n 8
 echo "== network ($(left) s left)"
 m=/tmp/resnet50.onnx q=/tmp/resnet50.int8.onnx
-batches=1,32,256 order="cutlass ours cutlass"
+batches=1,32,256 order="cutlass ours nopdl cutlass nopdl"
 # QUICK=1 (a short call): batch 256 only, each configuration once.
-[[ ${QUICK:-0} == 1 ]] && batches=256 order="cutlass ours"
+[[ ${QUICK:-0} == 1 ]] && batches=256 order="cutlass ours nopdl"
 timeout 80 python3 .gpu-infera/torch_peer.py --model resnet50 --batches ${batches/1,32,/1,} --dtypes fp16 --export $m >"$out/torch.jsonl" 2>/dev/null
 cat "$out/torch.jsonl"
 python3 -c "import numpy as n; n.save('/tmp/calib.npy', n.random.default_rng(0).standard_normal((32,3,224,224)).astype('float32'))"
 timeout 60 "$inf" quantize $m --calibration /tmp/calib.npy -o $q --calib-method minmax 2>&1 | tail -n 1
 summ() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], [(r['batch'], round(r['latency_ms_p50'], 4), round(r['throughput_per_s'])) for r in d['results']])" "$@" 2>&1 | tail -1; }
 for v in $order; do
-  flag=""; [[ $v == ours ]] && flag=--no-vendor-libs
-  XDG_CACHE_HOME=/tmp/cache-$v timeout 80 "$inf" bench $q --device gpu --precision fp16 --batch $batches --io device \
-    --warmup 5 --duration 1 $flag --json "$out/b-$v.json" >/dev/null 2>"$out/b-$v.err"
+  flag="" cache=$v pdl=2; [[ $v == ours ]] && flag=--no-vendor-libs
+  [[ $v == nopdl ]] && cache=cutlass pdl=0
+  INFERA_GPU_PDL=$pdl XDG_CACHE_HOME=/tmp/cache-$cache timeout 80 "$inf" bench $q --device gpu --precision fp16 \
+    --batch $batches --io device --warmup 5 --duration 1 $flag --json "$out/b-$v.json" >/dev/null 2>"$out/b-$v.err"
   summ "$out/b-$v.json" "int8 $v"
 done
 XDG_CACHE_HOME=/tmp/cache-fp16 timeout 80 "$inf" bench $m --device gpu --precision fp16 --batch $batches --io device \
@@ -58,7 +63,7 @@ for k, (ms, c, n) in best.items():
     print(f"{k:20s} best {ms:.4f} {c:42s} ours {ours[k][0]:.4f} cutlass {cu[0]:.4f} {cu[1]:36s} x{n}")
 print(f"batch 256 conv sum: best {t['best']:.3f} ms, ours only {t['ours']:.3f} ms")
 PY
-if (($(left) > 90)); then
+if [[ ${PROBE:-0} == 1 ]] && (($(left) > 90)); then
 echo "== probe: CUTLASS with a float epilogue, not exact ($(left) s left)"
 timeout $(($(left) - 40)) /tmp/s8_cutlass_probe $shapes 256 5 >"$out/cutlass-probe.txt" 2>&1; echo "probe exit $?"
 grep -E "l1_|l2_1x1|l3_1x1|batch" "$out/cutlass-probe.txt" | head -40

@@ -100,9 +100,11 @@ double bench_s8(const Layer& l, int batch, const DeviceInfo& dev, gpuStream_t st
   check_gpu(gpuMemsetAsync(dw.ptr, 1, dw.bytes, st), "memset");
   std::vector<int32_t> bias(l.k, 5);
   std::vector<double> scale(l.k, 1e-4);
-  DevBuf db(bias.size() * 4), ds(scale.size() * 8);
+  const std::vector<int32_t> rows = qconv_epilogue_rows(scale.data(), l.k, 10.0);
+  DevBuf db(bias.size() * 4), ds(scale.size() * 8), drows(rows.size() * 4);
   check_gpu(gpuMemcpyHtoD(db.ptr, bias.data(), bias.size() * 4), "upload");
   check_gpu(gpuMemcpyHtoD(ds.ptr, scale.data(), scale.size() * 8), "upload");
+  check_gpu(gpuMemcpyHtoD(drows.ptr, rows.data(), rows.size() * 4), "upload");
   check_gpu(gpuDeviceSynchronize(), "sync");
   QConvTensors t;
   t.x = {dx.ptr, 0, 0};
@@ -111,6 +113,7 @@ double bench_s8(const Layer& l, int batch, const DeviceInfo& dev, gpuStream_t st
   t.bias = static_cast<const int32_t*>(db.ptr);
   t.scale = static_cast<const double*>(ds.ptr);
   t.inv_y = 10.0;
+  t.epi_rows = static_cast<const int32_t*>(drows.ptr);
   const std::vector<int8_t> ones(static_cast<size_t>(l.r) * l.s * l.c, 1);  // one filter of dw's bytes
   t.acc_bound = qconv_acc_bound(ones.data(), 1, static_cast<int64_t>(ones.size()), bias.data(), 0);
   double best = -1;

@@ -122,7 +122,8 @@ void run_qcase(Ctx& ctx, QCase cc) {
     }
   });
 
-  DevBuf dx = upload_vec(x), dw = upload_vec(w), db = upload_vec(bias), ds = upload_vec(scale), dws = upload_vec(wsum);
+  DevBuf dx = upload_vec(x), dw = upload_vec(w), db = upload_vec(bias), ds = upload_vec(scale), dws = upload_vec(wsum),
+         drows = upload_vec(qconv_epilogue_rows(scale.data(), s.k, inv_y));
   DevBuf dz = z.empty() ? DevBuf() : upload_vec(z);
   const std::vector<Candidate> cands = qconv_candidates(s, ctx.dev);
   if (cands.empty()) {
@@ -147,6 +148,7 @@ void run_qcase(Ctx& ctx, QCase cc) {
     t.z_zero_point = z_zp;
     t.inv_y = inv_y;
     t.y_zero_point = y_zp;
+    t.epi_rows = static_cast<const int32_t*>(drows.ptr);
     t.acc_bound =
         cc.unknown_bound ? -1 : qconv_acc_bound(w.data(), s.k, kred, cc.bias ? bias.data() : nullptr, s.x_zero_point);
     const Status st = qconv_forward(s, c, t, ctx.stream);

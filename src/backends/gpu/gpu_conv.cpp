@@ -601,15 +601,21 @@ class QConvKernel : public GpuKernel {
     });
     auto sc = device_const(cfg_, req, 1, "qconv-scale", layout_of("f64", {s.k}), s.k * sizeof(double), [&] {
       std::vector<double> scale(s.k);
-      for (int k = 0; k < s.k; ++k)
-        scale[k] = double(p_.x_scale) * double(p_.w_scales.size() == 1 ? p_.w_scales[0] : p_.w_scales[k]);
+      for (int k = 0; k < s.k; ++k) scale[k] = q_scale(k);
       return bytes_of(scale);
+    });
+    // The CUTLASS candidates' epilogue rows (gpu::QConvTensors::epi_rows): y_scale is the node's too.
+    auto rows = device_const(cfg_, req, 1, "qconv-rows", layout_of("s32", {2, s.k}), 2 * s.k * sizeof(int32_t), [&] {
+      std::vector<double> scale(s.k);
+      for (int k = 0; k < s.k; ++k) scale[k] = q_scale(k);
+      return bytes_of(gpu::qconv_epilogue_rows(scale.data(), s.k, inv_y()));
     });
     if (!w.is_ok()) return w.status();
     if (!sc.is_ok()) return sc.status();
     if (!ws.is_ok()) return ws.status();
-    w_ = w.take(), scale_ = sc.take(), wsum_ = ws.take();
-    weight_bytes_ = w_->size() + scale_->size() + wsum_->size();
+    if (!rows.is_ok()) return rows.status();
+    w_ = w.take(), scale_ = sc.take(), wsum_ = ws.take(), rows_ = rows.take();
+    weight_bytes_ = w_->size() + scale_->size() + wsum_->size() + rows_->size();
     if (p_.bias) {
       const int32_t* bias = req.inputs[2]->value->data_as<int32_t>();
       auto b = device_const(cfg_, req, 2, "qconv-b", layout_of("s32", {s.k}), s.k * sizeof(int32_t),
@@ -657,11 +663,17 @@ class QConvKernel : public GpuKernel {
     t.z = {z, 0, 0};
     t.z_scale = p_.z_scale;
     t.z_zero_point = p_.z_zero_point;
-    t.inv_y = 1.0 / double(p_.y_scale);
+    t.inv_y = inv_y();
     t.y_zero_point = p_.y_zero_point;
     t.acc_bound = acc_bound_;
+    t.epi_rows = static_cast<const int32_t*>(rows_->data());
     return t;
   }
+  // gpu::QConvTensors' scale[k] and inv_y.
+  double q_scale(int k) const {
+    return double(p_.x_scale) * double(p_.w_scales.size() == 1 ? p_.w_scales[0] : p_.w_scales[k]);
+  }
+  double inv_y() const { return 1.0 / double(p_.y_scale); }
 
   // Times the candidates on zero data of this layer's shape (or takes the perf db's winner).
   Status choose(const StepRequest& req) {
@@ -706,7 +718,7 @@ class QConvKernel : public GpuKernel {
   }
 
   QConvPlan p_;
-  DeviceConst w_, bias_, scale_, wsum_;
+  DeviceConst w_, bias_, scale_, wsum_, rows_;
   size_t pad_bytes_ = 0;    // scratch for the channel-padded input (odd C) or the stem's transform
   int64_t acc_bound_ = -1;  // gpu::QConvTensors::acc_bound
   Choice choice_;

@@ -58,7 +58,6 @@ INFERA_GPU_KERNEL(s8_conv_nhwc_cutlass_gemm_128x256, kQConv, kS8, "CUTLASS GEMM 
 INFERA_GPU_KERNEL(s8_conv_nhwc_cutlass_gemm_256x128, kQConv, kS8, "CUTLASS GEMM (1x1 s1), cooperative persistent")
 INFERA_GPU_KERNEL(s8_conv_nhwc_cutlass_gemm_256x64, kQConv, kS8, "CUTLASS GEMM (1x1 s1), cooperative persistent")
 INFERA_GPU_KERNEL(s8_conv_nhwc_cutlass_gemm_pp_128x64, kQConv, kS8, "CUTLASS GEMM (1x1 s1), ping-pong persistent")
-INFERA_GPU_KERNEL(s8_conv_nhwc_cutlass_gemm_pp_128x128, kQConv, kS8, "CUTLASS GEMM (1x1 s1), ping-pong persistent")
 INFERA_GPU_KERNEL(s8_conv_nhwc_cutlass_gemm_pp_64x128, kQConv, kS8, "CUTLASS GEMM (1x1 s1), ping-pong persistent")
 INFERA_GPU_KERNEL(s8_conv_nhwc_cutlass_conv_128x128, kQConv, kS8, "CUTLASS implicit-GEMM conv, TMA im2col, k-tile 64")
 INFERA_GPU_KERNEL(s8_conv_nhwc_cutlass_conv_128x128_k128, kQConv, kS8,

@@ -52,7 +52,7 @@ struct ConvOp {
                    [&](auto i) { cute::get<0, i>(sc) = ps.stride_C[PS::RankT - 2 - i]; });
     cute::for_each(cute::make_seq<cute::rank<0>(typename Kernel::StrideD{})>{},
                    [&](auto i) { cute::get<0, i>(sd) = ps.stride_C[PS::RankT - 2 - i]; });
-    return run_requant<Conv, Kernel, Tile, Res>(s, t, stream, [&](const auto& evt) {
+    return run_requant<Conv, Kernel, Tile, Res, false>(s, t, stream, [&](const auto& evt) {
       return typename Conv::Arguments{ps, {x, t.w}, {evt, z, sc, y, sd}, hw_info()};
     });
   }

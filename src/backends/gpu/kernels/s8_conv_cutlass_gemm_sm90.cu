@@ -1,4 +1,6 @@
 // CUTLASS 3 GEMM candidates for int8 1x1 stride-1 convolutions (s8_cutlass.h says what and why).
+// Their kernels wait for the grids before them (griddepcontrol): launched as programmatic dependents.
+#define CUTLASS_ENABLE_GDC_FOR_SM90
 #define INFERA_CUTLASS_IMPL
 #include "backends/gpu/kernels/s8_cutlass.h"
 
@@ -18,7 +20,9 @@ using namespace cutlass_s8;
 
 // The schedules: cooperative (both consumer warpgroups on one tile, persistent) and ping-pong (each
 // warpgroup its own tile, one's epilogue over the other's mainloop: for the memory-bound layers
-// whose epilogue is a large share of the tile's time).
+// whose epilogue is a large share of the tile's time). No ping-pong 128x128: a warpgroup's 128x128
+// accumulators and this epilogue spill at its 168 registers (ptxas: 136-224 bytes of stack; it
+// lost every layer of ResNet-50 at b256 by 1.2-3x, bench/results/2026-12-07-gpu-int8-exact-epilogue-h100).
 struct Coop {
   using Epi = cutlass::epilogue::TmaWarpSpecializedCooperative;
   using Main = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
@@ -62,7 +66,7 @@ struct GemmOp {
     get<0>(sa) = xps;
     get<0>(sc) = zps;
     get<0>(sd) = yps;
-    return run_requant<Gemm, Kernel, Tile, Res>(s, t, stream, [&](const auto& evt) {
+    return run_requant<Gemm, Kernel, Tile, Res, true>(s, t, stream, [&](const auto& evt) {
       return typename Gemm::Arguments{
           cutlass::gemm::GemmUniversalMode::kGemm, {m, n, k, 1}, {x, sa, t.w, sb}, {evt, z, sc, y, sd}, hw_info()};
     });
@@ -74,28 +78,7 @@ Status run_tile(const QConvShape& s, const QConvTensors& t, gpuStream_t stream) 
   return s.has_residual ? GemmOp<Tile, Sched, true>::run(s, t, stream) : GemmOp<Tile, Sched, false>::run(s, t, stream);
 }
 
-__global__ void cutlass_rows_kernel(const double* scale, double inv_y, int k, int32_t* sy, int32_t* n) {
-  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i < k) {
-    sy[i] = __float_as_int(static_cast<float>(scale[i] * inv_y));  // as load_chan8 (s8_igemm.h)
-    n[i] = i;
-  }
-}
 }  // namespace
-
-namespace cutlass_s8 {
-Status prepare_rows(const QConvShape& s, const QConvTensors& t, Rows* rows, gpuStream_t stream) {
-  const size_t half = s8_cutlass_workspace(s) / 2;
-  if (!t.ws || t.ws_bytes < 2 * half || reinterpret_cast<uintptr_t>(t.ws) % 16)
-    return {"qconv cutlass: workspace missing, too small or not 16-byte aligned"};
-  auto* sy = static_cast<int32_t*>(t.ws);
-  auto* n = reinterpret_cast<int32_t*>(static_cast<char*>(t.ws) + half);
-  cutlass_rows_kernel<<<(s.k + 255) / 256, 256, 0, stream>>>(t.scale, t.inv_y, s.k, sy, n);
-  if (cudaGetLastError() != cudaSuccess) return {"qconv cutlass: the rows kernel did not launch"};
-  rows->sy = sy, rows->n = n;
-  return {};
-}
-}  // namespace cutlass_s8
 
 bool s8_cutlass_built() { return true; }
 
@@ -114,8 +97,6 @@ Status s8_cutlass_gemm_run(KernelId id, const QConvShape& s, const QConvTensors&
     case KernelId::s8_conv_nhwc_cutlass_gemm_256x128: return run_tile<Shape<_256, _128, _128>>(s, t, stream);
     case KernelId::s8_conv_nhwc_cutlass_gemm_256x64: return run_tile<Shape<_256, _64, _128>>(s, t, stream);
     case KernelId::s8_conv_nhwc_cutlass_gemm_pp_128x64: return run_tile<Shape<_128, _64, _128>, PingPong>(s, t, stream);
-    case KernelId::s8_conv_nhwc_cutlass_gemm_pp_128x128:
-      return run_tile<Shape<_128, _128, _128>, PingPong>(s, t, stream);
     case KernelId::s8_conv_nhwc_cutlass_gemm_pp_64x128: return run_tile<Shape<_64, _128, _128>, PingPong>(s, t, stream);
     default: return {"qconv cutlass: not a GEMM variant"};
   }

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "backends/gpu/arch.h"
@@ -346,6 +347,16 @@ int64_t qconv_acc_bound(const int8_t* w, int k, int64_t per_k, const int32_t* bi
   return bound;
 }
 
+std::vector<int32_t> qconv_epilogue_rows(const double* scale, int k, double inv_y) {
+  std::vector<int32_t> rows(2 * static_cast<size_t>(k));
+  for (int i = 0; i < k; ++i) {
+    const float sy = static_cast<float>(scale[i] * inv_y);  // as load_chan8 (s8_igemm.h)
+    std::memcpy(&rows[i], &sy, sizeof sy);
+    rows[k + i] = i;
+  }
+  return rows;
+}
+
 Status qconv_check(const QConvShape& s) {
   if (s.n < 1 || s.h < 1 || s.w < 1 || s.c < 1 || s.k < 1 || s.r < 1 || s.s < 1) return {"qconv: empty shape"};
   if (s.stride_h < 1 || s.stride_w < 1 || s.dil_h < 1 || s.dil_w < 1)
@@ -416,12 +427,11 @@ std::vector<Candidate> qconv_candidates(const QConvShape& s, const DeviceInfo& d
   // convolution for the rest; their tile schedulers size the grids themselves.
   if (dev.wgmma && s8_cutlass_built()) {
     if (s8_cutlass_gemm_supports(s))
-      for (const KernelId id : kCutlassGemmVariants)
-        out.push_back({id, kernel_info(id).name, s8_cutlass_workspace(s), 1});
+      for (const KernelId id : kCutlassGemmVariants) out.push_back({id, kernel_info(id).name, 0, 1});
     if (s8_cutlass_conv_supports(s))
       for (const KernelId id :
            {KernelId::s8_conv_nhwc_cutlass_conv_128x128_k128, KernelId::s8_conv_nhwc_cutlass_conv_128x128})
-        out.push_back({id, kernel_info(id).name, s8_cutlass_workspace(s), 1});
+        out.push_back({id, kernel_info(id).name, 0, 1});
   }
   // Split-K where the grid leaves most multiprocessors idle (the deep layers at batch 1).
   for (const S8Config& c : kConfigs)

@@ -32,17 +32,11 @@ namespace infera::gpu {
 // Whether this build carries the CUTLASS candidates (INFERA_HAVE_CUTLASS, CUDA only).
 bool s8_cutlass_built();
 
-// Device scratch a CUTLASS candidate needs (Candidate::workspace_bytes): the epilogue's per-channel rows.
-inline size_t s8_cutlass_workspace(const QConvShape& s) {
-  return 2 * ((static_cast<size_t>(s.k) * 4 + 255) / 256 * 256);
-}
-
 // The GEMM variants, in the order the search is offered them.
 inline constexpr KernelId kCutlassGemmVariants[] = {
-    KernelId::s8_conv_nhwc_cutlass_gemm_128x256,    KernelId::s8_conv_nhwc_cutlass_gemm_256x128,
-    KernelId::s8_conv_nhwc_cutlass_gemm_128x128,    KernelId::s8_conv_nhwc_cutlass_gemm_256x64,
-    KernelId::s8_conv_nhwc_cutlass_gemm_pp_128x128, KernelId::s8_conv_nhwc_cutlass_gemm_pp_128x64,
-    KernelId::s8_conv_nhwc_cutlass_gemm_pp_64x128};
+    KernelId::s8_conv_nhwc_cutlass_gemm_128x256,   KernelId::s8_conv_nhwc_cutlass_gemm_256x128,
+    KernelId::s8_conv_nhwc_cutlass_gemm_128x128,   KernelId::s8_conv_nhwc_cutlass_gemm_256x64,
+    KernelId::s8_conv_nhwc_cutlass_gemm_pp_128x64, KernelId::s8_conv_nhwc_cutlass_gemm_pp_64x128};
 bool s8_cutlass_gemm_is_variant(KernelId id);
 bool s8_cutlass_gemm_supports(const QConvShape& s);
 Status s8_cutlass_gemm_run(KernelId id, const QConvShape& s, const QConvTensors& t, gpuStream_t stream);
@@ -66,6 +60,7 @@ Status s8_cutlass_conv_run(KernelId id, const QConvShape& s, const QConvTensors&
 #include "cutlass/epilogue/fusion/sm90_callbacks_tma_warpspecialized.hpp"
 #include "cutlass/kernel_hardware_info.hpp"
 
+#include "backends/gpu/arch.h"
 #include "backends/gpu/kernels/activation_device.h"
 #include "backends/gpu/kernels/s8_igemm.h"
 
@@ -127,14 +122,26 @@ struct Requant<cutlass::Array<int32_t, N>> {
   template <bool Z>
   CUTLASS_DEVICE static Mask float_path(const QEpi& q, A const& acc, A const& cb, A const& sy, const A* z,
                                         cutlass::Array<int8_t, N>& out) {
+    // The conversions by the magic constant (FMA-pipe adds, not the quarter-rate I2F) where the
+    // value is at most 2^22: the accumulator's sum when q.small (as requant_store8), the residual's
+    // difference (at most 255) always.
     float u[N], e[N];
+    int a[N];
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < N; ++i) a[i] = static_cast<int>(static_cast<unsigned>(acc[i]) + static_cast<unsigned>(cb[i]));
+    if (q.small) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < N; ++i) u[i] = __int_as_float(kMagicBits + a[i]) - kMagic;
+    } else {
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < N; ++i) u[i] = static_cast<float>(a[i]);
+    }
     CUTLASS_PRAGMA_UNROLL
     for (int i = 0; i < N; ++i) {
-      const int a = static_cast<int>(static_cast<unsigned>(acc[i]) + static_cast<unsigned>(cb[i]));
-      u[i] = static_cast<float>(a) * __int_as_float(sy[i]);
+      u[i] *= __int_as_float(sy[i]);
       e[i] = fabsf(u[i]);
       if constexpr (Z) {
-        const float t = static_cast<float>((*z)[i] - q.z_zp) * q.zs_f;  // the difference is exact
+        const float t = (__int_as_float(kMagicBits + (*z)[i] - q.z_zp) - kMagic) * q.zs_f;  // the difference is exact
         u[i] += t;
         e[i] += fabsf(t);
       }
@@ -192,19 +199,11 @@ using Evt = cute::conditional_t<
     Res, fu::Sm90EVT<RequantNode, fu::Sm90AccFetch, IntRow<Tile>, IntRow<Tile>, IntRow<Tile>, fu::Sm90SrcFetch<int8_t>>,
     fu::Sm90EVT<RequantNode, fu::Sm90AccFetch, IntRow<Tile>, IntRow<Tile>, IntRow<Tile>>>;
 
-// The per-channel rows the tree reads: sy (float bits) and n, written by prepare_rows into the
-// workspace's head; cb is the bias itself (null: the broadcast's default 0).
-struct Rows {
-  const int32_t* sy = nullptr;
-  const int32_t* n = nullptr;
-};
-// Fills the rows into the head of t.ws (s8_cutlass_workspace bytes; defined with the GEMM variants).
-Status prepare_rows(const QConvShape& s, const QConvTensors& t, Rows* rows, gpuStream_t stream);
-
 template <class Tile, bool Res>
-typename Evt<Tile, Res>::Arguments evt_args(const QConvShape& s, const QConvTensors& t, const Rows& rows) {
+typename Evt<Tile, Res>::Arguments evt_args(const QConvShape& s, const QConvTensors& t) {
   RequantArgs ra{make_qepi(s, t)};
-  typename IntRow<Tile>::Arguments cb{t.bias, 0, {}}, sy{rows.sy, 0, {}}, n{rows.n, 0, {}};
+  // cb is the bias itself (null: the broadcast's default 0); sy and n are t.epi_rows' two rows.
+  typename IntRow<Tile>::Arguments cb{t.bias, 0, {}}, sy{t.epi_rows, 0, {}}, n{t.epi_rows + s.k, 0, {}};
   if constexpr (Res) {
     return {{}, cb, sy, n, {}, ra};
   } else {
@@ -224,8 +223,12 @@ inline cutlass::KernelHardwareInfo hw_info() {
 
 // Enqueues CUTLASS kernel Kernel (through its device adapter's static run) on stream. The dynamic
 // shared memory limit is set once per device here: the adapters' initialize() sets it on every
-// call, which a run captured into a GPU graph should not do.
-template <class Adapter, class Kernel>
+// call, which a run captured into a GPU graph should not do. kPdl: the kernel waits for the grids
+// before it (CUTLASS_ENABLE_GDC_FOR_SM90: the sm_90 GEMM kernels' producer warps wait before their
+// first load; the consumers touch global memory only after those loads, or read constants), so it
+// is launched as a programmatic dependent, as our int8 kernels are (arch.h; INFERA_GPU_PDL=0: off).
+// Its grid is persistent (at most one block per multiprocessor): inside pdl_block_limit().
+template <class Adapter, class Kernel, bool kPdl>
 Status launch(const typename Kernel::Arguments& args, void* ws, size_t ws_bytes, gpuStream_t stream) {
   static std::atomic<uint64_t> ready{0};  // one bit per device
   int dev = 0;
@@ -244,21 +247,24 @@ Status launch(const typename Kernel::Arguments& args, void* ws, size_t ws_bytes,
   if (Kernel::initialize_workspace(args, ws, stream) != cutlass::Status::kSuccess)
     return {"qconv cutlass: workspace initialization failed"};
   typename Kernel::Params params = Kernel::to_underlying_arguments(args, ws);
-  if (Adapter::run(params, stream) != cutlass::Status::kSuccess) return {"qconv cutlass: launch failed"};
+  cutlass::Status r;
+  if constexpr (kPdl)
+    r = Adapter::run(params, stream, nullptr, arch::pdl_block_limit() > 0);
+  else
+    r = Adapter::run(params, stream);
+  if (r != cutlass::Status::kSuccess) return {"qconv cutlass: launch failed"};
   return {};
 }
 
-// The run both objects share: fills the epilogue's rows, builds the kernel's arguments by
-// make_args(the tree's arguments), checks them, and enqueues the kernel behind the rows.
-template <class Adapter, class Kernel, class Tile, bool Res, class MakeArgs>
+// The run both objects share: builds the kernel's arguments by make_args(the tree's arguments),
+// checks them, and enqueues the kernel.
+template <class Adapter, class Kernel, class Tile, bool Res, bool kPdl, class MakeArgs>
 Status run_requant(const QConvShape& s, const QConvTensors& t, gpuStream_t stream, MakeArgs&& make_args) {
-  Rows rows;
-  const Status st = prepare_rows(s, t, &rows, stream);
-  if (!st.ok()) return st;
-  const typename Kernel::Arguments args = make_args(evt_args<Tile, Res>(s, t, rows));
+  if (!t.epi_rows || reinterpret_cast<uintptr_t>(t.epi_rows) % 16)
+    return {"qconv cutlass: the epilogue rows (QConvTensors::epi_rows) are missing or not 16-byte aligned"};
+  const typename Kernel::Arguments args = make_args(evt_args<Tile, Res>(s, t));
   if (!Kernel::can_implement(args)) return {"qconv cutlass: the kernel cannot take this shape"};
-  const size_t head = s8_cutlass_workspace(s);
-  return launch<Adapter, Kernel>(args, static_cast<char*>(t.ws) + head, t.ws_bytes - head, stream);
+  return launch<Adapter, Kernel, kPdl>(args, t.ws, t.ws_bytes, stream);
 }
 
 // The shape conditions both objects share (see the header's comment).
