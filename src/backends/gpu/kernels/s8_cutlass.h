@@ -226,10 +226,12 @@ inline cutlass::KernelHardwareInfo hw_info() {
 // call, which a run captured into a GPU graph should not do. kPdl: the kernel waits for the grids
 // before it (CUTLASS_ENABLE_GDC_FOR_SM90: the sm_90 GEMM kernels' producer warps wait before their
 // first load; the consumers touch global memory only after those loads, or read constants), so it
-// is launched as a programmatic dependent, as our int8 kernels are (arch.h; INFERA_GPU_PDL=0: off).
-// Its grid is persistent (at most one block per multiprocessor): inside pdl_block_limit().
+// may be launched as a programmatic dependent, as our int8 kernels are (arch.h): tiles, its work
+// tiles, within pdl_block_limit() (INFERA_GPU_PDL=0: never). Gated as ours are: measured on an H100
+// (ResNet-50 int8), PDL on every GEMM took batch 1 from 0.423 to 0.382 ms but batch 256 from 8.41
+// to 8.62 ms (bench/results/2026-12-07-gpu-int8-rows-pdl-h100.md).
 template <class Adapter, class Kernel, bool kPdl>
-Status launch(const typename Kernel::Arguments& args, void* ws, size_t ws_bytes, gpuStream_t stream) {
+Status launch(const typename Kernel::Arguments& args, void* ws, size_t ws_bytes, gpuStream_t stream, int64_t tiles) {
   static std::atomic<uint64_t> ready{0};  // one bit per device
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return {"qconv cutlass: no current device"};
@@ -249,7 +251,7 @@ Status launch(const typename Kernel::Arguments& args, void* ws, size_t ws_bytes,
   typename Kernel::Params params = Kernel::to_underlying_arguments(args, ws);
   cutlass::Status r;
   if constexpr (kPdl)
-    r = Adapter::run(params, stream, nullptr, arch::pdl_block_limit() > 0);
+    r = Adapter::run(params, stream, nullptr, tiles <= arch::pdl_block_limit());
   else
     r = Adapter::run(params, stream);
   if (r != cutlass::Status::kSuccess) return {"qconv cutlass: launch failed"};
@@ -260,11 +262,13 @@ Status launch(const typename Kernel::Arguments& args, void* ws, size_t ws_bytes,
 // checks them, and enqueues the kernel.
 template <class Adapter, class Kernel, class Tile, bool Res, bool kPdl, class MakeArgs>
 Status run_requant(const QConvShape& s, const QConvTensors& t, gpuStream_t stream, MakeArgs&& make_args) {
+  const int64_t tiles = ceil_div(static_cast<int64_t>(s.n) * s.p() * s.q(), int64_t{cute::size<0>(Tile{})}) *
+                        ceil_div(int64_t{s.k}, int64_t{cute::size<1>(Tile{})});
   if (!t.epi_rows || reinterpret_cast<uintptr_t>(t.epi_rows) % 16)
     return {"qconv cutlass: the epilogue rows (QConvTensors::epi_rows) are missing or not 16-byte aligned"};
   const typename Kernel::Arguments args = make_args(evt_args<Tile, Res>(s, t));
   if (!Kernel::can_implement(args)) return {"qconv cutlass: the kernel cannot take this shape"};
-  return launch<Adapter, Kernel, kPdl>(args, t.ws, t.ws_bytes, stream);
+  return launch<Adapter, Kernel, kPdl>(args, t.ws, t.ws_bytes, stream, tiles);
 }
 
 // The shape conditions both objects share (see the header's comment).
