@@ -3,14 +3,21 @@
 // against the reference on seeded random inputs in every format the backend offers
 // (backend_harness.h), each also checked to take the loop (the kernel's implementation name).
 // Channel counts off the 16-lane blocks (tails in and out), several reduction chunks (> 256 input
-// channels, or 3x3 taps), pixel tiles that cross images, every fused activation, NaN / Inf.
+// channels, or 3x3 taps), pixel tiles that cross images, every fused activation, NaN / Inf; the
+// epilogue's AVX-512 activations (avx512_activation.h) bit for bit against apply_activation.
 #include <gtest/gtest.h>
+#include <immintrin.h>
 
+#include <bit>
+#include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <iterator>
 #include <limits>
+#include <random>
 
 #include "backend_harness.h"
+#include "backends/cpu/avx512_activation.h"
 #include "dnnl_probe.h"
 #include "onnx_model_builder.h"
 
@@ -119,11 +126,12 @@ TEST_F(SmallSpatialConv, EveryFusedActivationAndResidual) {
 TEST_F(SmallSpatialConv, KeepNanAndInf) {
   // NaN, +Inf and -Inf in X (and NaN in Z): Relu and Clip keep NaN as the reference does (oneDNN's
   // post-ops map it to a bound), Inf meets -Inf as NaN; a 1x1 reads one pixel, a 3x3 spreads it.
+  // Also the activations the epilogue computes in AVX-512 (SiLU, HardSwish, Sigmoid, HardSigmoid).
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
   uint32_t seed = 12500;
   const SsShape shapes[] = {kShapes[0], kShapes[3], kShapes[2]};
   for (const SsShape& s : shapes)
-    for (const char* act : {"Relu", "Clip", ""})
+    for (const char* act : {"Relu", "Clip", "", "Swish", "HardSwish", "Sigmoid", "HardSigmoid"})
       for (bool z : {false, true}) {
         OpCase c = ss_case(s, seed, act, true, z);
         seed += 4;
@@ -203,6 +211,72 @@ TEST(SmallSpatialConvRule, TakesLargeWeights) {
     const std::string impl = impl_of(c, dnnl_blocked_format());
     EXPECT_EQ(has(impl, "infera small-spatial conv"), r.taken && own_avx512_conv_here()) << what << ": " << impl;
   }
+}
+
+// The epilogue's activations (cpu::act16) against apply_activation, bit for bit (NaN as NaN, any
+// payload): seeded random inputs from subnormals to FLT_MAX, both signs, and the special values
+// (0, -0, NaN, +-Inf, +-FLT_MAX, the ends of exp's clamp, the knees of the hard kinds) in every lane.
+__attribute__((target("avx512f"))) void act16_run(const Activation& a, const float* x, float* y, size_t n) {
+  for (size_t i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, cpu::act16(a, _mm512_loadu_ps(x + i)));
+}
+
+TEST(SmallSpatialAct16, MatchesApplyActivationBitForBit) {
+  if (!__builtin_cpu_supports("avx512f")) return;  // act16 is AVX-512 code: nothing to run here
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN(), kInf = std::numeric_limits<float>::infinity();
+  const float specials[] = {0.f,     -0.f,     kNaN,         -kNaN,         kInf,     -kInf,     FLT_MAX,  -FLT_MAX,
+                            FLT_MIN, -FLT_MIN, FLT_TRUE_MIN, -FLT_TRUE_MIN, 87.3365f, -87.3365f, 88.3762f, -88.3762f,
+                            88.5f,   -88.5f,   3.f,          -3.f,          2.5f,     -2.5f,     1.f,      6.f,
+                            -1.f,    0.5f,     1e-8f,        -1e-8f,        100.f,    -100.f};
+  const size_t ns = std::size(specials);
+  std::vector<float> x(16 * 4096);
+  // Every special in every lane: block b of 16 holds special (b + lane) % ns.
+  size_t i = 0;
+  for (size_t b = 0; b < ns; ++b)
+    for (size_t l = 0; l < 16; ++l) x[i++] = specials[(b + l) % ns];
+  std::mt19937 rng(13300);
+  std::uniform_real_distribution<float> small(-10.f, 10.f), wide(-120.f, 120.f), expo(-149.f, 128.f);
+  for (; i < x.size(); ++i) {
+    const uint32_t pick = rng() % 3;
+    if (pick == 0)
+      x[i] = small(rng);
+    else if (pick == 1)
+      x[i] = wide(rng);
+    else
+      x[i] = std::ldexp(rng() % 2 ? 1.f : -1.f, static_cast<int>(expo(rng))) * (1.f + small(rng) / 20.f);
+  }
+  const Activation acts[] = {{ActKind::kIdentity},
+                             {ActKind::kRelu},
+                             {ActKind::kLeakyRelu, 0.01f},
+                             {ActKind::kLeakyRelu, -1.5f},
+                             {ActKind::kClip, 0.f, 6.f},
+                             {ActKind::kClip, -kInf, kInf},
+                             {ActKind::kClip, -1.f, 0.5f},
+                             {ActKind::kSigmoid},
+                             {ActKind::kHardSigmoid, 0.2f, 0.5f},
+                             {ActKind::kHardSigmoid, 1.f / 6, 0.5f},
+                             {ActKind::kHardSwish},
+                             {ActKind::kSwish, 1.f},
+                             {ActKind::kSwish, 1.702f},
+                             {ActKind::kSwish, -0.5f}};
+  std::vector<bool> covered(static_cast<size_t>(ActKind::kCount));
+  for (const Activation& a : acts) {
+    ASSERT_TRUE(cpu::act16_has(a.kind)) << activation_name(a.kind);
+    covered[static_cast<size_t>(a.kind)] = true;
+    std::vector<float> ref = x, got(x.size());
+    apply_activation(a, ref.data(), static_cast<int64_t>(ref.size()));
+    act16_run(a, x.data(), got.data(), x.size());
+    int bad = 0;
+    for (size_t k = 0; k < x.size() && bad < 5; ++k) {
+      const bool same =
+          std::isnan(ref[k]) ? std::isnan(got[k]) : std::bit_cast<uint32_t>(ref[k]) == std::bit_cast<uint32_t>(got[k]);
+      if (!same)
+        ++bad, ADD_FAILURE() << activation_name(a.kind) << "(alpha " << a.alpha << ", beta " << a.beta << ") of "
+                             << x[k] << ": " << got[k] << ", apply_activation " << ref[k];
+    }
+  }
+  for (int k = 0; k < static_cast<int>(ActKind::kCount); ++k)
+    EXPECT_TRUE(!cpu::act16_has(static_cast<ActKind>(k)) || covered[static_cast<size_t>(k)])
+        << activation_name(static_cast<ActKind>(k)) << ": act16 computes it, the test does not";
 }
 
 // The output's bound follows from the inputs' (as for oneDNN's unguarded convs): the guarded convs

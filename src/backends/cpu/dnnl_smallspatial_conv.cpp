@@ -12,8 +12,9 @@
 // A 3x3 (or strided 1x1) conv reads its input as columns: one image per tap, copied into the
 // scratch ([tap][block][pixel][16]: what a 1x1 conv of 9 C channels reads), so the same loop runs.
 // The bias starts the sums; the epilogue (residual Z, activation) runs on the finished tile: Relu /
-// LeakyRelu / Clip inline (NaN kept), any other activation through apply_activation; padded lanes
-// stored as 0. The output's bound is carried as for oneDNN's unguarded convs (carry_conv_bound).
+// LeakyRelu / Clip / Sigmoid / HardSigmoid / HardSwish / SiLU in AVX-512 (act16: bit-identical to
+// apply_activation, NaN kept), any other activation through apply_activation; padded lanes stored
+// as 0. The output's bound is carried as for oneDNN's unguarded convs (carry_conv_bound).
 // Measured 2026-12-07 (`infera profile MODEL --batch 1 --threads 2`, medians of 7 alternated runs
 // with INFERA_SMALLSPATIAL_CONV=0): ResNet-50's layer4 convs 6.40 -> 4.92 ms (1.30x), wide_resnet50_2's
 // 18.8 -> 14.9 ms, ShuffleNet's conv5 0.279 -> 0.175 ms.
@@ -29,6 +30,7 @@
 #include <string>
 #include <utility>
 
+#include "backends/cpu/avx512_activation.h"
 #include "backends/cpu/dnnl_internal.h"
 #include "ops/conv.h"
 
@@ -110,10 +112,7 @@ INFERA_AVX512 inline __attribute__((always_inline)) void kblock(__m512 (&acc)[T]
 template <int T, int J>
 INFERA_AVX512 __attribute__((noinline)) void ss_epilogue(const TileArgs& a, const SsGeom& g) {
   const __m512 zero = _mm512_setzero_ps();
-  const ActKind kind = g.act.kind;
-  const __m512 alpha = _mm512_set1_ps(g.act.alpha), beta = _mm512_set1_ps(g.act.beta);
-  const bool inline_act =
-      kind == ActKind::kIdentity || kind == ActKind::kRelu || kind == ActKind::kLeakyRelu || kind == ActKind::kClip;
+  const bool vector_act = act16_has(g.act.kind);
   const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   const __m512i plane = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(static_cast<int>(g.P)));  // plain: lane m at m * P
   alignas(64) float tmp[16];
@@ -128,13 +127,9 @@ INFERA_AVX512 __attribute__((noinline)) void ss_epilogue(const TileArgs& a, cons
       if (a.z)
         v = _mm512_add_ps(v, g.z_plain ? _mm512_mask_i32gather_ps(zero, keep, plane, a.z + plain, 4)
                                        : _mm512_loadu_ps(a.z + blocked));
-      if (kind == ActKind::kRelu) {
-        v = _mm512_max_ps(zero, v);  // vmaxps returns its second operand for NaN: x < 0 ? 0 : x
-      } else if (kind == ActKind::kLeakyRelu) {
-        v = _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), v, alpha);  // x < 0 ? a x : x
-      } else if (kind == ActKind::kClip) {
-        v = _mm512_min_ps(beta, _mm512_max_ps(alpha, v));  // (x < lo ? lo : x) > hi ? hi : ..., NaN kept
-      } else if (!inline_act) {
+      if (vector_act) {
+        v = act16(g.act, v);
+      } else {
         _mm512_store_ps(tmp, v);
         apply_activation(g.act, tmp, 16);
         v = _mm512_load_ps(tmp);
