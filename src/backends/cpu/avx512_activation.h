@@ -1,5 +1,6 @@
 // Activations on 16 lanes of AVX-512, for the epilogues of our conv loops (dnnl_smallspatial_conv.cpp),
-// where a scalar apply_activation per stored 16-lane tile doubled a 192->1152 1x1 on 7x7 with SiLU.
+// where a scalar apply_activation per stored 16-lane tile doubled a 192->1152 1x1 on 7x7 with SiLU
+// (EfficientNet-B0's 320->1280 + SiLU: 0.715 -> 0.506 ms with act16, Zen 4, 2 threads).
 // Op for op the float paths of apply_activation (ops/activation.cpp): the same constants, each
 // product, sum and quotient rounded on its own in the same order (the tree builds for x86-64, so
 // apply_activation has no FMA; the _round_ intrinsics keep the compiler from contracting these), so

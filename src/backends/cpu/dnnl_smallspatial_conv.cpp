@@ -112,7 +112,9 @@ INFERA_AVX512 inline __attribute__((always_inline)) void kblock(__m512 (&acc)[T]
 template <int T, int J>
 INFERA_AVX512 __attribute__((noinline)) void ss_epilogue(const TileArgs& a, const SsGeom& g) {
   const __m512 zero = _mm512_setzero_ps();
-  const bool vector_act = act16_has(g.act.kind);
+  const ActKind kind = g.act.kind;
+  const __m512 alpha = _mm512_set1_ps(g.act.alpha), beta = _mm512_set1_ps(g.act.beta);
+  const bool vector_act = act16_has(kind);
   const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   const __m512i plane = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(static_cast<int>(g.P)));  // plain: lane m at m * P
   alignas(64) float tmp[16];
@@ -127,7 +129,11 @@ INFERA_AVX512 __attribute__((noinline)) void ss_epilogue(const TileArgs& a, cons
       if (a.z)
         v = _mm512_add_ps(v, g.z_plain ? _mm512_mask_i32gather_ps(zero, keep, plane, a.z + plain, 4)
                                        : _mm512_loadu_ps(a.z + blocked));
-      if (vector_act) {
+      if (kind == ActKind::kRelu) {  // Relu, Clip (ResNet, MNASNet, MobileNetV2): as before act16, no jump table
+        v = _mm512_max_ps(zero, v);  // vmaxps returns its second operand for NaN: x < 0 ? 0 : x
+      } else if (kind == ActKind::kClip) {
+        v = _mm512_min_ps(beta, _mm512_max_ps(alpha, v));  // (x < lo ? lo : x) > hi ? hi : ..., NaN kept
+      } else if (vector_act) {
         v = act16(g.act, v);
       } else {
         _mm512_store_ps(tmp, v);
@@ -283,8 +289,10 @@ SsMode smallspatial_mode() {
 // MobileNetV2's 960->320 at 1.2 MB), it runs within +-10% of oneDNN's jit: left to oneDNN. Also
 // (sixteenth session, same method) >= 0.75 MB expanding 4x or more with an activation the epilogue
 // inlines: MNASNet's 192->1152 + Relu on 7x7 (0.86 MB) 0.091 -> 0.080 ms, MNASNet b1 1.8% (4
-// alternated runs); with SiLU (EfficientNet's same shape) the epilogue's scalar activation doubles
-// the layer (0.113 -> 0.233 ms), so not there.
+// alternated runs); with SiLU (EfficientNet's same shape) the epilogue's scalar activation doubled
+// the layer (0.113 -> 0.233 ms). With act16 (nineteenth session) it runs even with oneDNN there:
+// EfficientNet's four 192->1152 + SiLU 0.96-1.05x per layer, the model 1.00x over 11 alternated
+// runs (bench/results/2026-12-07-cpu-smallspatial-silu-zen4.md): still left to oneDNN.
 bool smallspatial_worth(int64_t C, int64_t M, int64_t taps, ActKind act) {
   const double bytes = 4.0 * static_cast<double>(C * M * taps);
   const bool inline_act =
