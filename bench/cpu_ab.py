@@ -2,12 +2,13 @@
 """Before/after of two infera binaries on the CPU: `infera bench` of each, alternating, several repeats.
 
     python3 bench/cpu_ab.py --before OLD_BIN --after NEW_BIN --models a,b [--threads 1] [--batch 1]
-                            [--reps 5] [--duration 1] [--models-dir models]
+                            [--reps 5] [--duration 1] [--models-dir models] [--json FILE]
 
 Per model: the p50 of each binary per repeat (a fresh process each, the plan build not timed), the
 order flipped every repeat, and the median of the per-repeat ratios before/after (> 1: after is
 faster). On a shared machine a ratio of runs seconds apart moves less than either time; --threads 1
-moves least (no OpenMP team to wake under load). The 1-minute load average is printed per model.
+moves least (no OpenMP team to wake under load). The 1-minute load average is printed per model;
+--json writes every repeat's p50s and load.
 """
 import argparse
 import json
@@ -35,7 +36,9 @@ def main():
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--duration", type=float, default=1.0)
+    ap.add_argument("--json")
     a = ap.parse_args()
+    out = []
     for m in a.models.split(","):
         path = os.path.join(a.models_dir, m + ".onnx")
         t = {"before": [], "after": []}
@@ -48,6 +51,10 @@ def main():
         print("%-26s b%d t%d before %8.2f ms after %8.2f ms  before/after %.2fx (per repeat %s) load %.1f-%.1f" % (
             m, a.batch, a.threads, statistics.median(t["before"]), statistics.median(t["after"]),
             statistics.median(ratios), " ".join("%.2f" % x for x in ratios), min(loads), max(loads)), flush=True)
+        out.append({"model": m, "batch": a.batch, "threads": a.threads, "before_ms": t["before"],
+                    "after_ms": t["after"], "ratios": ratios, "ratio_median": statistics.median(ratios), "loads": loads})
+        if a.json:
+            json.dump({"before": a.before, "after": a.after, "results": out}, open(a.json, "w"), indent=1)
     return 0
 
 
