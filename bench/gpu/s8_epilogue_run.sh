@@ -34,16 +34,39 @@ cat "$out/torch.jsonl"
 python3 -c "import numpy as n; n.save('/tmp/calib.npy', n.random.default_rng(0).standard_normal((32,3,224,224)).astype('float32'))"
 timeout 60 "$inf" quantize $m --calibration /tmp/calib.npy -o $q --calib-method minmax 2>&1 | tail -n 1
 summ() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], [(r['batch'], round(r['latency_ms_p50'], 4), round(r['throughput_per_s'])) for r in d['results']])" "$@" 2>&1 | tail -1; }
+# SM clock and power while the network runs (does int8 b256 throttle?), every 100 ms.
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 100 >"$out/smi.csv" 2>/dev/null &
+smi=$!
 for v in $order; do
   flag="" cache=$v pdl=2; [[ $v == ours ]] && flag=--no-vendor-libs
   [[ $v == nopdl ]] && cache=cutlass pdl=0
+  t0=$(date +%s.%N)
   INFERA_GPU_PDL=$pdl XDG_CACHE_HOME=/tmp/cache-$cache timeout 80 "$inf" bench $q --device gpu --precision fp16 \
     --batch $batches --io device --warmup 5 --duration 1 $flag --json "$out/b-$v.json" >/dev/null 2>"$out/b-$v.err"
+  echo "int8-$v $t0 $(date +%s.%N)" >>"$out/marks.txt"
   summ "$out/b-$v.json" "int8 $v"
 done
+t0=$(date +%s.%N)
 XDG_CACHE_HOME=/tmp/cache-fp16 timeout 80 "$inf" bench $m --device gpu --precision fp16 --batch $batches --io device \
   --warmup 5 --duration 1 --json "$out/b-fp16.json" >/dev/null 2>"$out/b-fp16.err"
+echo "fp16 $t0 $(date +%s.%N)" >>"$out/marks.txt"
 summ "$out/b-fp16.json" "fp16"
+kill $smi 2>/dev/null
+python3 - "$out/smi.csv" "$out/marks.txt" <<'PY'
+import sys, statistics as st, datetime as dt
+samples = []
+for l in open(sys.argv[1]):
+    f = [x.strip() for x in l.split(",")]
+    try:
+        t = dt.datetime.strptime(f[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
+        samples.append((t, float(f[1].split()[0]), float(f[2].split()[0])))
+    except (ValueError, IndexError):
+        pass
+for l in open(sys.argv[2]):  # per bench: each run also builds its plan (the search): clocks then too
+    name, a, b = l.split()
+    s = [x for x in samples if float(a) <= x[0] <= float(b)]
+    if s: print(f"smi {name:14s} {len(s):4d} samples: SM clock min {min(x[1] for x in s):.0f} median {st.median(x[1] for x in s):.0f} MHz, power median {st.median(x[2] for x in s):.0f} max {max(x[2] for x in s):.0f} W")
+PY
 echo "== bench_conv b256 ($(left) s left)"
 timeout 90 /tmp/bench_conv $shapes 256 "$out/s8.csv" --dtype s8 >"$out/bench-s8.txt" 2>&1; echo "bench_conv exit $?"
 python3 - "$out" <<'PY'
