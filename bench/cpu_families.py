@@ -20,6 +20,9 @@ after the other, for --duration seconds each after --warmup iterations, the orde
     INFERENCE_NUM_THREADS=T, PERFORMANCE_HINT=LATENCY, INFERENCE_PRECISION_HINT=f32; one infer request.
 All three get the same seeded input shape. Per engine and configuration: p50 = median of the rounds'
 p50s. Ratios = peer p50 / infera p50 (> 1: infera is faster); "best" is the faster peer per model.
+A second statistic, "median of per-round ratios": in each round, the faster peer's p50 / infera's p50
+of that round, then the median over rounds (on a VM whose speed flips between states every tens of
+seconds, the p50 over rounds can pick a different state per engine; a ratio within one round less so).
 Geomeans are over the batch-1 set and over batch 16 separately.
 
 The load average (1 min) is read before and after each configuration's rounds and written next to
@@ -153,8 +156,8 @@ def write_markdown(path, res, png_name):
         "ratios come from runs alternating in the same seconds." % (res["load_min"], res["load_max"]),
         "",
         "| model | batch | infera p50 ms | ORT p50 ms | OpenVINO p50 ms | ORT/infera | OpenVINO/infera "
-        "| best peer/infera | load |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| best peer/infera | best peer/infera, median of per-round ratios | load |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     env = s.get("infera_env") or {}
     env_label = " ".join("%s=%s" % kv for kv in env.items())
@@ -175,21 +178,23 @@ def write_markdown(path, res, png_name):
         if base:
             extra += " %s | %s | %s |" % (p50(BASE_ENGINE), fmt_ratio(r.get("ratio_base")),
                                           fmt_ratio(r.get("ratio_best_base")))
-        lines.append("| %s | %d | %s | %s | %s | %s | %s | %s |%s %s–%s |" % (
+        lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s |%s %s–%s |" % (
             r["model"], r["batch"], p50("infera"), p50("onnxruntime"), p50("openvino"),
             fmt_ratio(r.get("ratio_ort")), fmt_ratio(r.get("ratio_ov")), fmt_ratio(r.get("ratio_best")),
-            extra, r["load_before"], r["load_after"]))
+            fmt_ratio(r.get("ratio_best_rounds_median")), extra, r["load_before"], r["load_after"]))
     g = res["geomean"]
-    lines += ["", "| geomean | ORT/infera | OpenVINO/infera | best peer/infera | models below 1.0× of the best |" +
+    lines += ["", "| geomean | ORT/infera | OpenVINO/infera | best peer/infera | models below 1.0× of the best "
+              "| best peer/infera, median of per-round ratios | below 1.0× by that statistic |" +
               (" best peer/infera (%s) | below 1.0× (%s) |" % (env_label, env_label) if env else ""),
-              "| --- | ---: | ---: | ---: | --- |" + (" ---: | --- |" if env else "")]
+              "| --- | ---: | ---: | ---: | --- | ---: | --- |" + (" ---: | --- |" if env else "")]
     for key, label in (("b1", "batch 1, the model set"), ("b16", "batch 16")):
         if key in g:
             extra = " %s | %s |" % (fmt_ratio(g[key].get("best_env")), ", ".join(g[key].get("below_env", [])) or
                                     "none") if env else ""
-            lines.append("| %s | %s | %s | %s | %s |%s" % (
+            lines.append("| %s | %s | %s | %s | %s | %s | %s |%s" % (
                 label, fmt_ratio(g[key]["ort"]), fmt_ratio(g[key]["ov"]), fmt_ratio(g[key]["best"]),
-                ", ".join(g[key]["below"]) or "none", extra))
+                ", ".join(g[key]["below"]) or "none", fmt_ratio(g[key].get("best_rounds_median")),
+                ", ".join(g[key].get("below_rounds_median", [])) or "none", extra))
     if base:
         lines += ["", "Before/after in the same rounds: `%s`%s as 'before'." % (
             s["baseline"], " (git %s)" % s["baseline_git"] if s.get("baseline_git") else "")]
@@ -198,7 +203,11 @@ def write_markdown(path, res, png_name):
                 lines.append("- %s: geomean before/after %s; best peer/before %s (after: %s)" % (
                     label, fmt_ratio(g[key].get("base")), fmt_ratio(g[key].get("best_base")),
                     fmt_ratio(g[key]["best"])))
-    lines += ["", "A ratio above 1.00× means infera takes less time than that peer. Targets (issue 13): geomean "
+    lines += ["", "Median of per-round ratios: per round, the faster peer's p50 / infera's p50 in that round; "
+              "the median over the rounds (per-round values in the JSON: `ratio_best_rounds`). The p50 columns "
+              "take each engine's median round separately, which on a machine that changes speed between "
+              "rounds can compare different states.",
+              "", "A ratio above 1.00× means infera takes less time than that peer. Targets (issue 13): geomean "
               "≥ 1.25× the faster peer over the batch-1 set, no model below 1.0×, batch 16 ≥ 1.25× on all three.", ""]
     if res.get("errors"):
         lines += ["Errors:", ""] + ["- %s" % x for x in res["errors"]] + [""]
@@ -298,6 +307,7 @@ def main():
                     except Exception as e:
                         errors.append("%s b%d %s: %s" % (model, batch, eng, str(e).splitlines()[0]))
                         continue
+                    res["round"] = r
                     runs[eng].append(res)
                     print("%-26s b%-2d round %d %-11s p50 %8.2f ms" % (model, batch, r + 1, eng, res["p50_ms"]),
                           flush=True)
@@ -318,6 +328,16 @@ def main():
                 best = [e[k]["p50_ms"] for k in ("onnxruntime", "openvino") if k in e]
                 if best:
                     row["ratio_best"] = round(min(best) / i, 3)
+            per_round = []  # the faster peer / infera within each round where infera and a peer both ran
+            for r in range(args.rounds):
+                t = {eng: x["p50_ms"] for eng in ("infera", "onnxruntime", "openvino") for x in runs[eng]
+                     if x["round"] == r}
+                peer = [t[k] for k in ("onnxruntime", "openvino") if k in t]
+                if "infera" in t and peer:
+                    per_round.append(round(min(peer) / t["infera"], 3))
+            if per_round:
+                row["ratio_best_rounds"] = per_round
+                row["ratio_best_rounds_median"] = round(statistics.median(per_round), 3)
             if BASE_ENGINE in e and "infera" in e:
                 row["ratio_base"] = round(e[BASE_ENGINE]["p50_ms"] / e["infera"]["p50_ms"], 3)
                 best = [e[k]["p50_ms"] for k in ("onnxruntime", "openvino") if k in e]
@@ -336,8 +356,10 @@ def main():
         rows = [r for r in results if r["batch"] == b]
         if rows:
             geo[key] = {k: geomean([r.get("ratio_" + k) for r in rows])
-                        for k in ("ort", "ov", "best", "best_env", "base", "best_base")}
+                        for k in ("ort", "ov", "best", "best_env", "base", "best_base", "best_rounds_median")}
             geo[key]["below"] = [r["model"] for r in rows if r.get("ratio_best") is not None and r["ratio_best"] < 1.0]
+            geo[key]["below_rounds_median"] = [r["model"] for r in rows if r.get("ratio_best_rounds_median") is not None
+                                               and r["ratio_best_rounds_median"] < 1.0]
             geo[key]["below_env"] = [r["model"] for r in rows
                                      if r.get("ratio_best_env") is not None and r["ratio_best_env"] < 1.0]
     now = datetime.datetime.now().astimezone()
@@ -365,8 +387,10 @@ def main():
     write_markdown(stem + ".md", res, os.path.basename(stem + ".png") if png else None)
     print()
     for key, g in geo.items():
-        print("geomean %s: ORT/infera %s, OpenVINO/infera %s, best/infera %s; below 1.0x: %s%s" % (
+        print("geomean %s: ORT/infera %s, OpenVINO/infera %s, best/infera %s; below 1.0x: %s; median of per-round "
+              "best/infera %s; below 1.0x: %s%s" % (
             key, fmt_ratio(g["ort"]), fmt_ratio(g["ov"]), fmt_ratio(g["best"]), ", ".join(g["below"]) or "none",
+            fmt_ratio(g.get("best_rounds_median")), ", ".join(g.get("below_rounds_median", [])) or "none",
             "; with the env: best/infera %s" % fmt_ratio(g.get("best_env")) if env else ""))
         if args.baseline:
             print("geomean %s: before/after %s, best peer/before %s" % (key, fmt_ratio(g.get("base")),
