@@ -227,9 +227,9 @@ inline cutlass::KernelHardwareInfo hw_info() {
 // before it (CUTLASS_ENABLE_GDC_FOR_SM90: the sm_90 GEMM kernels' producer warps wait before their
 // first load; the consumers touch global memory only after those loads, or read constants), so it
 // may be launched as a programmatic dependent, as our int8 kernels are (arch.h): tiles, its work
-// tiles, within pdl_block_limit() (INFERA_GPU_PDL=0: never). Gated as ours are: measured on an H100
+// tiles, within pdl_block_limit() (INFERA_GPU_PDL=0: never). Gated as ours are because, on an H100
 // (ResNet-50 int8), PDL on every GEMM took batch 1 from 0.423 to 0.382 ms but batch 256 from 8.41
-// to 8.62 ms (bench/results/2026-12-07-gpu-int8-rows-pdl-h100.md).
+// to 8.62 ms (bench/results/2026-12-07-gpu-int8-rows-pdl-h100.md); the gate itself has not run yet.
 template <class Adapter, class Kernel, bool kPdl>
 Status launch(const typename Kernel::Arguments& args, void* ws, size_t ws_bytes, gpuStream_t stream, int64_t tiles) {
   static std::atomic<uint64_t> ready{0};  // one bit per device
