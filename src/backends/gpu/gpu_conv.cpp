@@ -620,17 +620,14 @@ class QConvKernel : public GpuKernel {
         for (size_t i = 0; i < per_k; ++i) wsum[k] += src[k * per_k + i];
       return bytes_of(wsum);
     });
-    auto sc = device_const(cfg_, req, 1, "qconv-scale", layout_of("f64", {s.k}), s.k * sizeof(double), [&] {
-      std::vector<double> scale(s.k);
-      for (int k = 0; k < s.k; ++k) scale[k] = q_scale(k);
-      return bytes_of(scale);
-    });
+    std::vector<double> scale(s.k);  // gpu::QConvTensors::scale
+    for (int k = 0; k < s.k; ++k)
+      scale[k] = double(p_.x_scale) * double(p_.w_scales.size() == 1 ? p_.w_scales[0] : p_.w_scales[k]);
+    auto sc = device_const(cfg_, req, 1, "qconv-scale", layout_of("f64", {s.k}), s.k * sizeof(double),
+                           [&] { return bytes_of(scale); });
     // The CUTLASS candidates' epilogue rows (gpu::QConvTensors::epi_rows): y_scale is the node's too.
-    auto rows = device_const(cfg_, req, 1, "qconv-rows", layout_of("s32", {2, s.k}), 2 * s.k * sizeof(int32_t), [&] {
-      std::vector<double> scale(s.k);
-      for (int k = 0; k < s.k; ++k) scale[k] = q_scale(k);
-      return bytes_of(gpu::qconv_epilogue_rows(scale.data(), s.k, inv_y()));
-    });
+    auto rows = device_const(cfg_, req, 1, "qconv-rows", layout_of("s32", {2, s.k}), 2 * s.k * sizeof(int32_t),
+                             [&] { return bytes_of(gpu::qconv_epilogue_rows(scale.data(), s.k, inv_y())); });
     if (!w.is_ok()) return w.status();
     if (!sc.is_ok()) return sc.status();
     if (!ws.is_ok()) return ws.status();
@@ -690,11 +687,7 @@ class QConvKernel : public GpuKernel {
     t.epi_rows = static_cast<const int32_t*>(rows_->data());
     return t;
   }
-  // gpu::QConvTensors' scale[k] and inv_y.
-  double q_scale(int k) const {
-    return double(p_.x_scale) * double(p_.w_scales.size() == 1 ? p_.w_scales[0] : p_.w_scales[k]);
-  }
-  double inv_y() const { return 1.0 / double(p_.y_scale); }
+  double inv_y() const { return 1.0 / double(p_.y_scale); }  // gpu::QConvTensors::inv_y
 
   // Times the candidates on this layer's shape, weights and Relu-like inputs (or takes the perf db's winner).
   Status choose(const StepRequest& req) {
