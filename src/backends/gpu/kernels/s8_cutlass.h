@@ -71,8 +71,8 @@ namespace infera::gpu::cutlass_s8 {
 // sy = float(scale * inv_y) as its bits, n (the output channel, for the double path's reads) and the
 // residual byte. It is s8_igemm.h's requant_store8 per element: the float path where it provably
 // gives the reference's result, else the reference's double arithmetic (requant_value): bit-exact
-// with the reference either way. (The float path twins requant_store8's, which works on 8 channels
-// of one pixel with its own loads and stores.)
+// with the reference either way. (The float path's activation and rounding are requant_store8's
+// float_path_act / float_path_round, s8_igemm.h; its loads and conversions are the fragments'.)
 struct RequantArgs {
   QEpi q;  // make_qepi's constants; q.bias / q.scale for the double path (q.y / q.z unused)
 };
@@ -146,35 +146,11 @@ struct Requant<cutlass::Array<int32_t, N>> {
         e[i] += fabsf(t);
       }
     }
-    switch (q.act) {  // uniform: one branch a fragment
-      case kActRelu:
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < N; ++i) u[i] = u[i] < 0.f ? 0.f : u[i];
-        break;
-      case kActLeakyRelu:
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < N; ++i)
-          if (u[i] < 0.f) u[i] *= q.alpha_f, e[i] *= q.alpha_gain;
-        break;
-      case kActClip:
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < N; ++i) {
-          u[i] = u[i] < q.clip_lo_f ? q.clip_lo_f : u[i];
-          u[i] = u[i] > q.clip_hi_f ? q.clip_hi_f : u[i];
-          e[i] = fmaxf(e[i], q.clip_abs);
-        }
-        break;
-      default: break;
-    }
-    Mask slow_mask = 0;
+    float_path_act(q, u, e);
+    unsigned bits[N];
+    const Mask slow_mask = float_path_round<N, Mask>(q, u, e, bits);
     CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < N; ++i) {
-      const float rc = fminf(fmaxf(u[i], q.lo_u), q.hi_u);  // NaN becomes lo_u here, but e is NaN
-      const float t = rc + q.magic_zp;                      // rint(rc + y_zp), in its low bits
-      const float d = rc - (t - q.magic_zp);
-      if (!(fabsf(d) + fmaf(e[i], 4e-6f, q.band0) < 0.5f)) slow_mask |= Mask{1} << i;
-      out[i] = static_cast<int8_t>(__float_as_uint(t) & 0xffu);
-    }
+    for (int i = 0; i < N; ++i) out[i] = static_cast<int8_t>(bits[i] & 0xffu);
     return slow_mask;
   }
   CUTLASS_DEVICE cutlass::Array<int8_t, N> operator()(A const& acc, A const& cb, A const& sy, A const& n,

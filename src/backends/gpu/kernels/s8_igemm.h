@@ -191,6 +191,49 @@ __device__ inline unsigned pack4_low_bytes(unsigned a, unsigned b, unsigned c, u
   return __byte_perm(__byte_perm(a, b, 0x0040u), __byte_perm(c, d, 0x0040u), 0x5410u);
 }
 
+// The float path's last two steps (requant_store8's; the CUTLASS epilogue's too, s8_cutlass.h), on
+// N values u (in units of y_scale, before the zero point) with e, the magnitudes summed into them.
+// The activation on u, and what it does to e (q.act is uniform: one branch for all N).
+template <int N>
+__device__ inline void float_path_act(const QEpi& q, float (&u)[N], float (&e)[N]) {
+  switch (q.act) {
+    case kActRelu:
+#pragma unroll
+      for (int j = 0; j < N; ++j) u[j] = u[j] < 0.f ? 0.f : u[j];
+      break;
+    case kActLeakyRelu:
+#pragma unroll
+      for (int j = 0; j < N; ++j)
+        if (u[j] < 0.f) u[j] *= q.alpha_f, e[j] *= q.alpha_gain;
+      break;
+    case kActClip:
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        u[j] = u[j] < q.clip_lo_f ? q.clip_lo_f : u[j];
+        u[j] = u[j] > q.clip_hi_f ? q.clip_hi_f : u[j];
+        e[j] = fmaxf(e[j], q.clip_abs);
+      }
+      break;
+    default: break;
+  }
+}
+// The saturation and rounding: bits[j]'s low byte is y (rint(u + y_zp), saturated); returns the
+// mask of the values it cannot vouch for (inside the band around a rounding boundary, NaN, Inf).
+template <int N, class Mask>
+__device__ inline Mask float_path_round(const QEpi& q, const float (&u)[N], const float (&e)[N], unsigned (&bits)[N]) {
+  Mask slow = 0;
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    const float rc = fminf(fmaxf(u[j], q.lo_u), q.hi_u);  // NaN becomes lo_u here, but e is NaN
+    const float t = rc + q.magic_zp;                      // rint(rc + y_zp), in its low bits
+    const float d = rc - (t - q.magic_zp);
+    // !(< 0.5): NaN (from e) is slow too.
+    if (!(fabsf(d) + fmaf(e[j], 4e-6f, q.band0) < 0.5f)) slow |= Mask{1} << j;
+    bits[j] = __float_as_uint(t);
+  }
+  return slow;
+}
+
 // Requantizes 8 consecutive channels nn.. of output pixel m and stores them (one 8-byte store
 // when aligned and whole); the residual's 8 bytes come in one load likewise, from zs when given (a
 // copy in shared memory, 8-byte aligned; its bytes past kn are never stored), else from q.z.
@@ -242,36 +285,8 @@ __device__ inline void requant_store8(const QEpi& q, const QChan8& c, int kn, in
         e[j] += fabsf(t);
       }
     }
-    switch (q.act) {
-      case kActRelu:
-#pragma unroll
-        for (int j = 0; j < 8; ++j) u[j] = u[j] < 0.f ? 0.f : u[j];
-        break;
-      case kActLeakyRelu:
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-          if (u[j] < 0.f) u[j] *= q.alpha_f, e[j] *= q.alpha_gain;
-        break;
-      case kActClip:
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          u[j] = u[j] < q.clip_lo_f ? q.clip_lo_f : u[j];
-          u[j] = u[j] > q.clip_hi_f ? q.clip_hi_f : u[j];
-          e[j] = fmaxf(e[j], q.clip_abs);
-        }
-        break;
-      default: break;
-    }
-    unsigned slow = 0;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const float rc = fminf(fmaxf(u[j], q.lo_u), q.hi_u);  // NaN becomes lo_u here, but e is NaN
-      const float t = rc + q.magic_zp;                      // rint(rc + y_zp), in its low bits
-      const float d = rc - (t - q.magic_zp);
-      // !(< 0.5): NaN (from e) is slow too.
-      if (!(fabsf(d) + fmaf(e[j], 4e-6f, q.band0) < 0.5f)) slow |= 1u << j;
-      out[j] = __float_as_uint(t);
-    }
+    float_path_act(q, u, e);
+    const unsigned slow = float_path_round<8, unsigned>(q, u, e, out);
     if (slow) {
 #pragma unroll
       for (int j = 0; j < 8; ++j)
