@@ -38,9 +38,9 @@ struct Scratch {
     return bufs.back().get();
   }
   // As get, but holding int8 values like a quantized activation after Relu (half 0, half in
-  // [0, 127], a fixed pseudo-random pattern) rather than zeros: the integer tensor cores draw less
-  // power on zeros and run faster than on real data; measured on an H100 (ResNet-50 int8, b256),
-  // CUTLASS kernels chosen on zeros ran 20-30% over their timed speed in the network, ours 5-9%.
+  // [0, 127], a fixed pseudo-random pattern) rather than zeros: on an H100 (ResNet-50 int8, b256),
+  // CUTLASS kernels chosen on zeros ran 20-30% over their timed speed in the network, ours 5-9%;
+  // presumably the integer tensor cores draw less power on zeros (not yet verified on a GPU).
   Result<void*> get_s8_activations(int device, size_t bytes) {
     auto p = get(device, bytes);
     if (!p.is_ok() || !bytes) return p;

@@ -204,8 +204,10 @@ inline cutlass::KernelHardwareInfo hw_info() {
 // first load; the consumers touch global memory only after those loads, or read constants), so it
 // may be launched as a programmatic dependent, as our int8 kernels are (arch.h): tiles, its work
 // tiles, within pdl_block_limit() (INFERA_GPU_PDL=0: never). Gated as ours are because, on an H100
-// (ResNet-50 int8), PDL on every GEMM took batch 1 from 0.423 to 0.382 ms but batch 256 from 8.41
-// to 8.62 ms (bench/results/2026-12-07-gpu-int8-rows-pdl-h100.md); the gate itself has not run yet.
+// (ResNet-50 int8), PDL on (ours gated, every CUTLASS GEMM) against off for all took batch 1 from
+// 0.423 to 0.382 ms but batch 256 from 8.41 to 8.62 ms; ours alone cost b256 ~0.7% (sixteenth
+// session), so most of that is the GEMMs' (bench/results/2026-12-07-gpu-int8-rows-pdl-h100.md).
+// The gate itself has not run yet.
 template <class Adapter, class Kernel, bool kPdl>
 Status launch(const typename Kernel::Arguments& args, void* ws, size_t ws_bytes, gpuStream_t stream, int64_t tiles) {
   static std::atomic<uint64_t> ready{0};  // one bit per device
