@@ -1,5 +1,6 @@
 #include <cstdio>
 
+#include "ops/inverted_residual.h"
 #include "ops/op.h"
 #include "ops/squeeze_excite.h"
 
@@ -40,6 +41,7 @@ OpRegistry::OpRegistry() {
   register_elementwise_ops(*this);
   register_conv_ops(*this);
   register_squeeze_excite_ops(*this);
+  register_inverted_residual_ops(*this);
   register_pool_norm_ops(*this);
   register_tensor_ops(*this);
   register_reduce_ops(*this);

@@ -26,6 +26,7 @@ std::unique_ptr<Pass> make_fuse_layer_norm();
 std::unique_ptr<Pass> make_fuse_gelu();
 std::unique_ptr<Pass> make_fuse_channel_shuffle();
 std::unique_ptr<Pass> make_fuse_squeeze_excite();
+std::unique_ptr<Pass> make_fuse_inverted_residual();
 std::unique_ptr<Pass> make_fuse_concat_batchnorm();
 std::unique_ptr<Pass> make_pool_before_pointwise_conv();
 std::unique_ptr<Pass> make_quantize_qdq();

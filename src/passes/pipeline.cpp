@@ -19,8 +19,9 @@ std::vector<std::unique_ptr<Pass>> default_passes(bool host) {
   p.push_back(make_fuse_layer_norm());
   p.push_back(make_fuse_gelu());
   p.push_back(make_fuse_channel_shuffle());
-  if (host) p.push_back(make_fuse_squeeze_excite());    // its fused op has a host kernel only
-  if (host) p.push_back(make_fuse_concat_batchnorm());  // likewise
+  if (host) p.push_back(make_fuse_squeeze_excite());     // its fused op has a host kernel only
+  if (host) p.push_back(make_fuse_concat_batchnorm());   // likewise
+  if (host) p.push_back(make_fuse_inverted_residual());  // likewise
   p.push_back(make_eliminate_dead_nodes());
   return p;
 }

@@ -16,6 +16,7 @@
 #include "graph/serialize.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
+#include "ops/inverted_residual.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "ops/pool.h"
@@ -437,7 +438,8 @@ const Family* family_of(const StepRequest& req) {
       cat{concat_query, concat_create}, qconv{qconv_query, qconv_create, true},
       resize{resize_query, resize_create, true}, tr{transpose_query, transpose_create},
       ln{layernorm_query, layernorm_create}, shuffle{shuffle_query, shuffle_create},
-      se{squeeze_excite_query, squeeze_excite_create}, catbn{concat_bn_query, concat_bn_create};
+      se{squeeze_excite_query, squeeze_excite_create}, catbn{concat_bn_query, concat_bn_create},
+      ir{inverted_residual_query, inverted_residual_create};
   const OpKernel* op = req.op;
   if (dynamic_cast<const QConvOp*>(op)) return &qconv;
   if (dynamic_cast<const ConvOp*>(op)) return &conv;
@@ -452,6 +454,7 @@ const Family* family_of(const StepRequest& req) {
   if (dynamic_cast<const ConcatOp*>(op)) return &cat;
   if (dynamic_cast<const ChannelShuffleOp*>(op)) return &shuffle;
   if (dynamic_cast<const SqueezeExciteOp*>(op)) return &se;
+  if (dynamic_cast<const InvertedResidualOp*>(op)) return &ir;
   const Node& n = *req.node;
   const bool onnx = n.domain.empty() || n.domain == "ai.onnx";
   if (onnx && n.op_type == "MatMul") return &mm;

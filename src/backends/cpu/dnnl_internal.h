@@ -283,6 +283,9 @@ std::unique_ptr<DnnlKernel> shuffle_create(const StepRequest& req);
 // com.infera.SqueezeExcite (dnnl_squeeze_excite.cpp: our own loop), X and S plain or blocked.
 Support squeeze_excite_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> squeeze_excite_create(const StepRequest& req);
+// com.infera.InvertedResidual (dnnl_inverted_residual.cpp: our own AVX-512 loops), X, Z and Y nChw16c.
+Support inverted_residual_query(const StepRequest& req);
+std::unique_ptr<DnnlKernel> inverted_residual_create(const StepRequest& req);
 // Resize (dnnl_resize.cpp: our own loop, not oneDNN's resampling): takes the int64 sizes input.
 Support resize_query(const StepRequest& req);
 std::unique_ptr<DnnlKernel> resize_create(const StepRequest& req);
