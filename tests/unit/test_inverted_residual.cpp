@@ -16,6 +16,7 @@
 #include "backend_harness.h"
 #include "onnx_model_builder.h"
 #include "op_test_util.h"
+#include "passes/pass.h"
 
 namespace infera::test {
 namespace {
@@ -224,6 +225,36 @@ TEST_F(InvertedResidual, LeavesOtherPatterns) {
     auto fused = load(ir_model(b), true, true, 2);
     ASSERT_TRUE(fused.is_ok());
     EXPECT_EQ(plan_steps(*fused.value(), shapes, "com.infera.InvertedResidual"), 0) << "INFERA_INVERTED_RESIDUAL=off";
+  }
+}
+
+TEST(InvertedResidualPass, RunsOnHostPipelinesOnly) {
+  auto has = [](bool host) {
+    for (const auto& p : default_passes(host))
+      if (std::string(p->name()) == "fuse_inverted_residual") return true;
+    return false;
+  };
+  EXPECT_TRUE(has(true));
+  EXPECT_FALSE(has(false));
+}
+
+// Without INFERA_INVERTED_RESIDUAL the rule decides (fuse_inverted_residual.cpp): an expand on 28 x 28
+// fuses, 14 x 14 only with E <= 256, 7 x 7 and blocks without an expand do not.
+TEST(InvertedResidualPass, RuleByShape) {
+  struct Case {
+    int64_t c, e, hw;
+    bool expand, fused;
+  };
+  const Case cases[] = {{24, 144, 28, true, true}, {40, 200, 14, true, true},   {64, 384, 14, true, false},
+                        {96, 576, 7, true, false}, {32, 32, 112, false, false}, {16, 96, 56, true, true}};
+  for (const Case& c : cases) {
+    Block b;
+    b.c = c.c, b.e = c.e, b.m = c.c, b.h = b.w = c.hw, b.expand = c.expand, b.residual = true;
+    auto s = load(ir_model(b), true, true, 2);
+    ASSERT_TRUE(s.is_ok());
+    const std::string what = b.str();
+    EXPECT_EQ(plan_steps(*s.value(), {{"x", {b.n, b.c, b.h, b.w}}}, "com.infera.InvertedResidual"), c.fused ? 1 : 0)
+        << what;
   }
 }
 

@@ -670,9 +670,9 @@ TEST(PassPipeline, SmallCnn) {
   Status st = run_passes(b.g, default_passes(), &reports);
   ASSERT_TRUE(st.is_ok()) << st.message();
   EXPECT_EQ(ops_of(b.g), (std::vector<std::string>{"FusedConv", "Reshape", "FusedGemm"}));
-  // default_passes(): quantize_qdq (issue 11), fuse_channel_shuffle, fuse_squeeze_excite and
-  // fuse_concat_batchnorm (host), pool_before_pointwise_conv
-  ASSERT_EQ(reports.size(), 15u);
+  // default_passes(): quantize_qdq (issue 11), fuse_channel_shuffle, fuse_squeeze_excite,
+  // fuse_concat_batchnorm and fuse_inverted_residual (host), pool_before_pointwise_conv
+  ASSERT_EQ(reports.size(), 16u);
   EXPECT_EQ(reports.front().name, "eliminate_identity");
   EXPECT_EQ(reports.front().nodes_before, original);
   EXPECT_EQ(reports.back().nodes_after, 3u);
