@@ -53,6 +53,14 @@ double node_flops(const Node& n, const std::vector<ValueInfo>& infos) {
     for (int64_t d : y) ys *= static_cast<double>(d);
     return 2.0 * ys * k;
   }
+  if (op == "InvertedResidual") {  // expand, depthwise, project
+    auto x = dims(0, false), we = dims(1, false), wd = dims(3, false), wp = dims(5, false), y = dims(0, true);
+    if (x.size() != 4 || wd.size() != 4 || wp.size() != 4 || y.size() != 4) return 0;
+    const double in = static_cast<double>(x[0] * x[2] * x[3]), out = static_cast<double>(y[0] * y[2] * y[3]);
+    const double e = static_cast<double>(wd[0]);
+    return 2.0 * (we.size() == 4 ? in * e * static_cast<double>(we[1]) : 0.0) +
+           2.0 * out * e * static_cast<double>(wd[2] * wd[3]) + 2.0 * out * e * static_cast<double>(wp[0]);
+  }
   if (op == "Gemm" || op == "FusedGemm" || op == "MatMul") {
     auto a = dims(0, false), y = dims(0, true);
     if (a.empty() || y.empty()) return 0;
