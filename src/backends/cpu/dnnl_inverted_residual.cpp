@@ -150,7 +150,11 @@ constexpr std::array<PwFn, kMaxTile + 1> pw_tiles(std::index_sequence<I...>) {
 constexpr auto kPw1 = pw_tiles<1>(std::make_index_sequence<kMaxTile>());
 constexpr auto kPw2 = pw_tiles<2>(std::make_index_sequence<kMaxTile>());
 
-__mmask16 lanes_mask(int64_t valid) { return static_cast<__mmask16>(valid >= 16 ? 0xFFFF : (1u << valid) - 1); }
+// The lanes of a block holding `valid` channels (none for a block past the end: pw_row asks for
+// both blocks of a pair even when J is 1).
+__mmask16 lanes_mask(int64_t valid) {
+  return static_cast<__mmask16>(valid <= 0 ? 0 : valid >= 16 ? 0xFFFF : (1u << valid) - 1);
+}
 
 // A row of P pixels through a 1x1 conv: output blocks in pairs, pixels in tiles. w packed per pair
 // of output blocks [ob0][kb][16][J][16] at ob0 * nkb * 256.
