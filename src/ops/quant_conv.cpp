@@ -1,5 +1,5 @@
 // com.infera.QConv (ops/quant_conv.h): attribute parsing, shape inference and the reference kernel
-// (integer accumulation by conv_int_ref, then the fused requantization in double).
+// (integer accumulation by conv_int_ref, then the fused requantization: QRequant).
 #include "ops/quant_conv.h"
 
 #include <cmath>
@@ -85,16 +85,15 @@ class QConvKernel : public QConvOp {
     conv_int_ref(X, q_.x_zero_point, W, {0}, pads, attrs_, yd, acc, ctx.num_threads);
     int64_t inner = 1;
     for (size_t i = 2; i < yd.size(); ++i) inner *= yd[i];
-    const int64_t lo = quant_min(Y.dtype), hi = quant_max(Y.dtype);
-    const double inv_y = 1.0 / q_.y_scale;
+    const QRequant rq = q_.requant();
+    std::vector<double> sxw(static_cast<size_t>(M));
+    std::vector<float> sy(static_cast<size_t>(M));
+    for (int64_t m = 0; m < M; ++m) sxw[m] = q_.scale_xw(m), sy[m] = rq.sy(sxw[m]);
     parallel_for(static_cast<int64_t>(acc.size()), ctx.num_threads, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const int64_t m = (i / inner) % M;
-        const double ws = q_.w_scales.size() == 1 ? q_.w_scales[0] : q_.w_scales[m];
-        double v = (static_cast<double>(acc[i]) + (bias ? bias[m] : 0)) * (double(q_.x_scale) * ws);
-        if (Z) v += static_cast<double>(int_at(Z->dtype, Z->data, i) - q_.z_zero_point) * q_.z_scale;
-        v = activation_ref(q_.act, v);
-        int_store(Y.dtype, Y.data, i, quant_round_clamp(v * inv_y + static_cast<double>(q_.y_zero_point), lo, hi));
+        const int64_t a = static_cast<int64_t>(acc[i]) + (bias ? bias[m] : 0);
+        int_store(Y.dtype, Y.data, i, rq(a, sxw[m], sy[m], Z != nullptr, Z ? int_at(Z->dtype, Z->data, i) : 0));
       }
     });
     return Status::ok();

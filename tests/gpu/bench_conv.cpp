@@ -125,6 +125,7 @@ double bench_s8(const Layer& l, int batch, const DeviceInfo& dev, gpuStream_t st
   t.inv_y = 10.0;
   t.epi_rows = static_cast<const int32_t*>(drows.ptr);
   t.acc_bound = qconv_acc_bound(w.data(), l.k, static_cast<int64_t>(kred), bias.data(), 0);
+  t.sy_max = qconv_sy_max(scale.data(), l.k, 10.0);
   double best = -1;
   for (const Candidate& c : qconv_candidates(s, dev)) {
     DevBuf ws(c.workspace_bytes);

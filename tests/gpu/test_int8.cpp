@@ -1,9 +1,10 @@
 // int8 kernels against host references that reproduce the CPU engine's arithmetic bit for bit:
-// com.infera.QConv (ops/quant_conv.cpp: int32 sums, requantization in double, nearbyint,
-// saturation) for every candidate qconv_candidates offers, and QuantizeLinear / DequantizeLinear
+// com.infera.QConv (ops/quant_conv.cpp: int32 sums, then QRequant's float32 requantization,
+// rounding half to even, saturation) for every candidate qconv_candidates offers, and QuantizeLinear / DequantizeLinear
 // per tensor (ops/quant.cpp's float path). Any differing output byte fails the variant.
 #include <algorithm>
 
+#include "ops/quant_conv.h"
 #include "test_util.h"
 
 namespace infera::gpu::test {
@@ -46,21 +47,17 @@ struct QCase {
   QConvShape s;
   bool bias = true;
   int x_extra = 0, y_off = 0, y_extra = 0, z_extra = 0;  // wider buffers (x offset: s.x_c_offset)
-  bool ties = false;           // power-of-two scales: exact results, some on x.5 (the epilogue's double path)
+  bool ties = false;           // power-of-two scales: exact results, some on x.5 (rounding half to even)
   int bias_mag = 20000;        // bias in [-bias_mag, bias_mag]
-  bool unknown_bound = false;  // acc_bound -1: every element on the double path
+  bool unknown_bound = false;  // acc_bound -1: every element through requant_value
 };
 
-// The reference of ops/quant_conv.cpp for one output element (acc already sum (x - x_zp) * w).
+// The reference of ops/quant_conv.cpp for one output element (acc already sum (x - x_zp) * w): the
+// engine's own QRequant.
 int requant_ref(const QConvShape& s, int32_t acc, const int32_t* bias, int k, double scale, bool has_z, int zv,
                 int z_zp, float z_scale, double inv_y, int y_zp) {
-  double v = (static_cast<double>(acc) + (bias ? bias[k] : 0)) * scale;
-  if (has_z) v += static_cast<double>(zv - z_zp) * z_scale;
-  v = activation_ref<double>(s.act, v);
-  const double r = std::nearbyint(v * inv_y + static_cast<double>(y_zp));
-  const int lo = s.y_uint8 ? 0 : -128, hi = s.y_uint8 ? 255 : 127;
-  if (!(r == r)) return 0;
-  return r < lo ? lo : r > hi ? hi : static_cast<int>(r);
+  const QRequant rq = QRequant::make(s.act, inv_y, static_cast<double>(z_scale), z_zp, y_zp, s.y_uint8);
+  return static_cast<int>(rq(static_cast<int64_t>(acc) + (bias ? bias[k] : 0), scale, rq.sy(scale), has_z, zv));
 }
 
 void run_qcase(Ctx& ctx, QCase cc) {
@@ -151,6 +148,7 @@ void run_qcase(Ctx& ctx, QCase cc) {
     t.epi_rows = static_cast<const int32_t*>(drows.ptr);
     t.acc_bound =
         cc.unknown_bound ? -1 : qconv_acc_bound(w.data(), s.k, kred, cc.bias ? bias.data() : nullptr, s.x_zero_point);
+    t.sy_max = cc.unknown_bound ? -1.f : qconv_sy_max(scale.data(), s.k, inv_y);
     const Status st = qconv_forward(s, c, t, ctx.stream);
     check_gpu(gpuStreamSynchronize(ctx.stream), "sync");
     const std::vector<uint8_t> out = download_bytes(dy, dy.bytes);
@@ -256,7 +254,7 @@ void run_qconv(Ctx& ctx) {
   }
   // The epilogue's three paths: |acc + bias| <= 2^22 (the magic-constant conversion: the 1x1 64->256
   // above), up to 2^31 (a conversion instruction: a large bias here), past it or unknown (every
-  // element in double).
+  // element through requant_value).
   {
     QCase* c = add("1x1 64->64 bias near 2^30", qshape(2, 7, 7, 64, 64, 1, 1, 0));
     c->bias_mag = 1 << 30;

@@ -172,22 +172,23 @@ std::unique_ptr<DnnlKernel> qconv_create_f32(const StepRequest& req, const QConv
   const Dims yd = p.y;
   const bool y_nhwc = fy == Format::kNhwc, z_nhwc = fz == Format::kNhwc;
   const DataType yt = req.outputs[0]->dtype, zt = p.has_z ? req.inputs[3]->dtype : yt;
-  k->set_after([q, bias, yd, y_nhwc, z_nhwc, yt, zt, acc_offs, has_z = p.has_z](ComputeContext& ctx) {
+  const QRequant rq = q.requant();
+  std::vector<double> sxw(static_cast<size_t>(p.y[1]));
+  std::vector<float> sy(sxw.size());
+  for (size_t m = 0; m < sxw.size(); ++m) sxw[m] = q.scale_xw(static_cast<int64_t>(m)), sy[m] = rq.sy(sxw[m]);
+  k->set_after([rq, sxw, sy, bias, yd, y_nhwc, z_nhwc, yt, zt, acc_offs, has_z = p.has_z](ComputeContext& ctx) {
     const char* scratch = static_cast<const char*>(ctx.res.scratch);
     const int64_t N = yd[0], M = yd[1], HW = yd[2] * yd[3], total = N * M * HW;
     const void* z = has_z ? ctx.in(3).data : nullptr;
     void* y = ctx.out(0).data;
-    const int64_t lo = quant_min(yt), hi = quant_max(yt);
-    const double inv_y = 1.0 / q.y_scale;
 #pragma omp parallel for num_threads(std::max(1, ctx.num_threads)) schedule(static)
     for (int64_t i = 0; i < total; ++i) {
       // i in Y's layout: NHWC (n, hw, m) or NCHW (n, m, hw).
       const int64_t m = y_nhwc ? i % M : (i / HW) % M;
-      const double ws = q.w_scales.size() == 1 ? q.w_scales[0] : q.w_scales[m];
       int32_t s = 0;
       for (size_t j = 0; j < acc_offs.size(); ++j)
         s += static_cast<int32_t>(reinterpret_cast<const float*>(scratch + acc_offs[j])[i]);
-      double v = (static_cast<double>(s) + (bias.empty() ? 0 : bias[m])) * (double(q.x_scale) * ws);
+      int64_t zv = 0;
       if (z) {
         int64_t zi = i;
         if (z_nhwc != y_nhwc) {
@@ -195,10 +196,10 @@ std::unique_ptr<DnnlKernel> qconv_create_f32(const StepRequest& req, const QConv
           const int64_t hw = y_nhwc ? (i / M) % HW : i % HW;
           zi = z_nhwc ? (n * HW + hw) * M + m : (n * M + m) * HW + hw;
         }
-        v += static_cast<double>(int_at(zt, z, zi) - q.z_zero_point) * q.z_scale;
+        zv = int_at(zt, z, zi);
       }
-      v = activation_ref(q.act, v);
-      int_store(yt, y, i, quant_round_clamp(v * inv_y + static_cast<double>(q.y_zero_point), lo, hi));
+      const int64_t a = static_cast<int64_t>(s) + (bias.empty() ? 0 : bias[m]);
+      int_store(yt, y, i, rq(a, sxw[m], sy[m], z != nullptr, zv));
     }
   });
   return k;

@@ -644,6 +644,7 @@ class QConvKernel : public GpuKernel {
     }
     acc_bound_ = gpu::qconv_acc_bound(src, s.k, static_cast<int64_t>(per_k),
                                       p_.bias ? req.inputs[2]->value->data_as<int32_t>() : nullptr, s.x_zero_point);
+    sy_max_ = gpu::qconv_sy_max(scale.data(), s.k, inv_y());
     pad_bytes_ = st.on ? st.bytes(1) : p_.c_real != s.c ? static_cast<size_t>(s.n) * s.h * s.w * s.c : 0;
     return choose(req);
   }
@@ -684,6 +685,7 @@ class QConvKernel : public GpuKernel {
     t.inv_y = inv_y();
     t.y_zero_point = p_.y_zero_point;
     t.acc_bound = acc_bound_;
+    t.sy_max = sy_max_;
     t.epi_rows = static_cast<const int32_t*>(rows_->data());
     return t;
   }
@@ -735,6 +737,7 @@ class QConvKernel : public GpuKernel {
   DeviceConst w_, bias_, scale_, wsum_, rows_;
   size_t pad_bytes_ = 0;    // scratch for the channel-padded input (odd C) or the stem's transform
   int64_t acc_bound_ = -1;  // gpu::QConvTensors::acc_bound
+  float sy_max_ = -1.f;     // gpu::QConvTensors::sy_max
   Choice choice_;
 };
 

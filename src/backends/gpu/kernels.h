@@ -126,11 +126,12 @@ Status conv_forward(const ConvShape& s, const Candidate& c, const ConvTensors& t
 
 // ---- int8 convolution (com.infera.QConv, ops/quant_conv.h): int8 NHWC x, int8 OHWI weights
 // (zero point 0), int32 accumulation on the integer matrix units, and the requantization of the
-// reference fused in the epilogue, in double with the reference's order of operations:
-//   acc = sum x * w - x_zero_point * wsum[k]                        (= sum (x - x_zp) * w)
-//   v = (acc + bias[k]) * scale[k] [+ (z - z_zero_point) * z_scale]; v = act(v)
-//   y = saturate(nearbyint(v * inv_y + y_zero_point))               (int8 or uint8)
-// scale[k] = double(x_scale) * double(w_scale[k]); inv_y = 1.0 / double(y_scale).
+// reference (ops/quant_conv.h's QRequant, float32) fused in the epilogue, bit for bit:
+//   a = sum x * w - x_zero_point * wsum[k] + bias[k]                (= sum (x - x_zp) * w + bias)
+//   u = float(a) * sy[k] [u = fma(float(z - z_zero_point), zs, u)]; u = act(u)
+//   y = saturate(rint(u + y_zero_point))                            (int8 or uint8)
+// sy[k] = float(scale[k] * inv_y), scale[k] = double(x_scale) * double(w_scale[k]), inv_y = 1.0 /
+// double(y_scale); zs = float(z_scale * inv_y).
 // Limits (qconv_check says which): x int8 (not uint8), C even, no groups, x_zero_point != 0 only
 // without padding (the loaders pad with 0), activation identity / Relu / LeakyRelu / Clip.
 struct QConvShape {
@@ -162,10 +163,12 @@ struct QConvTensors {
   double inv_y = 1.0;
   int y_zero_point = 0;
   // A bound on |sum (x - x_zp) w + bias| over every output element (the host's, from the weights
-  // and bias: max over k of max|x - x_zp| * sum |w[k]| + |bias[k]|); -1: unknown. Under 2^31 the
-  // epilogue requantizes in float with the double path only near rounding boundaries, else every
-  // element in double (s8_igemm.h).
+  // and bias: max over k of max|x - x_zp| * sum |w[k]| + |bias[k]|); -1: unknown. With sy_max, the
+  // largest sy[k] (qconv_sy_max; < 0: unknown), it tells the epilogue that a is exact in int32 and
+  // that no value can overflow a float (so no Inf or NaN): then every element takes the short float
+  // path (s8_igemm.h), else the reference's form element by element.
   int64_t acc_bound = -1;
+  float sy_max = -1.f;
   // Split-K candidates (Candidate::splits > 1): the int32 partials, Candidate::workspace_bytes,
   // 16-byte aligned (int32 sums in any order are exact: the result equals the unsplit kernel's).
   void* ws = nullptr;
@@ -180,6 +183,8 @@ std::vector<int32_t> qconv_epilogue_rows(const double* scale, int k, double inv_
 // The bound above for int8 weights [k][per_k] (any layout of one filter's elements), int32 bias [k]
 // or null, and the input's zero point.
 int64_t qconv_acc_bound(const int8_t* w, int k, int64_t per_k, const int32_t* bias, int x_zero_point);
+// max over k of float(scale[k] * inv_y) (+Inf when one is not finite): QConvTensors::sy_max.
+float qconv_sy_max(const double* scale, int k, double inv_y);
 Status qconv_check(const QConvShape& s);
 std::vector<Candidate> qconv_candidates(const QConvShape& s, const DeviceInfo& dev);
 Status qconv_forward(const QConvShape& s, const Candidate& c, const QConvTensors& t, gpuStream_t stream);

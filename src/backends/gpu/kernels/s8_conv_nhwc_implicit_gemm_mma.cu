@@ -347,6 +347,16 @@ int64_t qconv_acc_bound(const int8_t* w, int k, int64_t per_k, const int32_t* bi
   return bound;
 }
 
+float qconv_sy_max(const double* scale, int k, double inv_y) {
+  float m = 0.f;
+  for (int i = 0; i < k; ++i) {
+    const float sy = static_cast<float>(scale[i] * inv_y);  // as load_chan8 (s8_igemm.h)
+    if (!std::isfinite(sy)) return INFINITY;
+    m = std::max(m, std::fabs(sy));
+  }
+  return m;
+}
+
 std::vector<int32_t> qconv_epilogue_rows(const double* scale, int k, double inv_y) {
   std::vector<int32_t> rows(2 * static_cast<size_t>(k));
   for (int i = 0; i < k; ++i) {

@@ -12,11 +12,11 @@
 // The epilogue is our requantize, as a CUTLASS epilogue visitor tree whose one compute node
 // (Requant below) receives the int32 accumulator and per-channel rows (bias, float(scale * inv_y),
 // the channel index) and the int8 residual, and does what s8_igemm.h's requant_store8 does per
-// element: the float path where it provably gives the reference's result, the reference's double
-// arithmetic elsewhere (~1e-5 of the values): bit-exact with the reference (kernel tests, H100).
-// Measured (bench/results/2026-12-07-gpu-int8-cutlass-h100.md): the same kernels with a plain
-// float epilogue (no exactness) run ResNet-50's layer1 1x1 convs at 2.0-2.6 TB/s, this one at about
-// a third of that: the epilogue is what they lose on.
+// element: the reference's float arithmetic (ops/quant_conv.h's QRequant), bit-exact with the
+// reference (kernel tests). Measured before QRequant was float32 (bench/results/
+// 2026-12-07-gpu-int8-cutlass-h100.md): the same kernels with a plain float epilogue ran ResNet-50's
+// layer1 1x1 convs at 2.0-2.6 TB/s, the double reference's exact epilogue (float arithmetic with a
+// rounding-boundary test and the double path) at about a third of that.
 //
 // Offered (s8_cutlass_*_supports) for int8 x with zero point 0, int8 y, an int8 residual or none,
 // C and K multiples of 16 (TMA: 16-byte rows), dilation 1; the run also needs every base pointer and
@@ -68,13 +68,12 @@ namespace infera::gpu::cutlass_s8 {
 
 // The requantize node. Its inputs arrive as int32 arrays (Sm90Compute converts every child to the
 // compute type, int32 here: exact for all of them): the accumulator, cb = bias (x's zero point is 0),
-// sy = float(scale * inv_y) as its bits, n (the output channel, for the double path's reads) and the
-// residual byte. It is s8_igemm.h's requant_store8 per element: the float path where it provably
-// gives the reference's result, else the reference's double arithmetic (requant_value): bit-exact
-// with the reference either way. (The float path's activation and rounding are requant_store8's
-// float_path_act / float_path_round, s8_igemm.h; its loads and conversions are the fragments'.)
+// sy = float(scale * inv_y) as its bits, n (the output channel, for requant_value's reads) and the
+// residual byte. It is s8_igemm.h's requant_store8 per element (float_path_act / float_path_round;
+// the loads and conversions are the fragments'); without the host's bounds (QEpi::fast 0), every
+// element through requant_value.
 struct RequantArgs {
-  QEpi q;  // make_qepi's constants; q.bias / q.scale for the double path (q.y / q.z unused)
+  QEpi q;  // make_qepi's constants; q.bias / q.scale for requant_value (q.y / q.z unused)
 };
 
 template <class T>
@@ -85,73 +84,47 @@ template <int N>
 struct Requant<cutlass::Array<int32_t, N>> {
   using Arguments = RequantArgs;
   using A = cutlass::Array<int32_t, N>;
-  static_assert(N <= 64, "one bit per element");
-  using Mask = cute::conditional_t<(N > 32), uint64_t, uint32_t>;
 
-  // All N in float first (requant_store8's path), then the double path for the flagged ones. No
-  // fragment is indexed by a run-time value and nothing is called: either puts the fragments (or the
-  // registers live across the call) in local memory (the first version, an out-of-line double path
-  // called from a rolled loop: ~330 bytes of stack a thread, 2.6-3.3x the float epilogue's time).
   template <bool Z>
   CUTLASS_DEVICE static cutlass::Array<int8_t, N> run(const QEpi& q, A const& acc, A const& cb, A const& sy, A const& n,
                                                       const A* z) {
     cutlass::Array<int8_t, N> out;
-    Mask slow_mask = ~Mask{0} >> (8 * sizeof(Mask) - N);  // the accumulator's bound unknown: all
-    if (q.fast) slow_mask = float_path<Z>(q, acc, cb, sy, z, out);
-    // The reference's double path for the flagged elements (~1e-5 of them on the float path), one
-    // at a time: one inlined copy, its operands picked by unrolled selects.
-    while (slow_mask) {
-      const int j = (N > 32 ? __ffsll(static_cast<long long>(slow_mask)) : __ffs(static_cast<int>(slow_mask))) - 1;
-      slow_mask &= slow_mask - 1;
-      int aj = 0, nj = 0, zj = 0;
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < N; ++i)
-        if (i == j) {
-          aj = acc[i], nj = n[i];
-          if constexpr (Z) zj = (*z)[i];
-        }
-      const auto r = static_cast<int8_t>(requant_value(q, aj, nj, Z, zj));
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < N; ++i)
-        if (i == j) out[i] = r;
+    if (!q.fast) {
+      // One element at a time: one inlined copy of requant_value, its operands picked by unrolled
+      // selects. (No fragment indexed by a run-time value, nothing called: either puts the fragments
+      // in local memory; an out-of-line call from a rolled loop once cost ~330 bytes of stack.)
+      for (int j = 0; j < N; ++j) {
+        int aj = 0, nj = 0, zj = 0;
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < N; ++i)
+          if (i == j) {
+            aj = acc[i], nj = n[i];
+            if constexpr (Z) zj = (*z)[i];
+          }
+        const auto r = static_cast<int8_t>(requant_value(q, aj, nj, Z, zj));
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < N; ++i)
+          if (i == j) out[i] = r;
+      }
+      return out;
     }
-    return out;
-  }
-
-  // requant_store8's float path on all N: writes out, returns the elements it cannot vouch for.
-  template <bool Z>
-  CUTLASS_DEVICE static Mask float_path(const QEpi& q, A const& acc, A const& cb, A const& sy, const A* z,
-                                        cutlass::Array<int8_t, N>& out) {
     // The conversions by the magic constant (FMA-pipe adds, not the quarter-rate I2F) where the
     // value is at most 2^22: the accumulator's sum when q.small (as requant_store8), the residual's
-    // difference (at most 255) always.
-    float u[N], e[N];
-    int a[N];
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < N; ++i) a[i] = static_cast<int>(static_cast<unsigned>(acc[i]) + static_cast<unsigned>(cb[i]));
-    if (q.small) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < N; ++i) u[i] = __int_as_float(kMagicBits + a[i]) - kMagic;
-    } else {
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < N; ++i) u[i] = static_cast<float>(a[i]);
-    }
+    // difference (at most 510) always.
+    float u[N];
     CUTLASS_PRAGMA_UNROLL
     for (int i = 0; i < N; ++i) {
-      u[i] *= __int_as_float(sy[i]);
-      e[i] = fabsf(u[i]);
-      if constexpr (Z) {
-        const float t = (__int_as_float(kMagicBits + (*z)[i] - q.z_zp) - kMagic) * q.zs_f;  // the difference is exact
-        u[i] += t;
-        e[i] += fabsf(t);
-      }
+      const int a = static_cast<int>(static_cast<unsigned>(acc[i]) + static_cast<unsigned>(cb[i]));
+      const float fa = q.small ? __int_as_float(kMagicBits + a) - kMagic : static_cast<float>(a);
+      u[i] = fmul_rn(fa, __int_as_float(sy[i]));
+      if constexpr (Z) u[i] = fma_rn(__int_as_float(kMagicBits + (*z)[i] - q.z_zp) - kMagic, q.zs_f, u[i]);
     }
-    float_path_act(q, u, e);
+    float_path_act(q, u);
     unsigned bits[N];
-    const Mask slow_mask = float_path_round<N, Mask>(q, u, e, bits);
+    float_path_round(q, u, bits);
     CUTLASS_PRAGMA_UNROLL
     for (int i = 0; i < N; ++i) out[i] = static_cast<int8_t>(bits[i] & 0xffu);
-    return slow_mask;
+    return out;
   }
   CUTLASS_DEVICE cutlass::Array<int8_t, N> operator()(A const& acc, A const& cb, A const& sy, A const& n,
                                                       RequantArgs const& a) const {

@@ -1,8 +1,7 @@
 // Internal: what the int8 implicit-GEMM kernels share (s8_conv_nhwc_implicit_gemm_mma.cu, the
 // mma.sync / MFMA / sdot4 one, and s8_conv_nhwc_implicit_gemm_wgmma_sm90.cu): the requantizing
-// epilogue, bit-exact with the reference (kernels.h; float arithmetic away from the rounding
-// boundaries, the reference's double at them), the loaders' "halves" view of the int8
-// tensors, and the fill of the epilogue's parameters.
+// epilogue, bit-exact with the reference (kernels.h; ops/quant_conv.h's QRequant, float32), the
+// loaders' "halves" view of the int8 tensors, and the fill of the epilogue's parameters.
 #pragma once
 
 #include <cmath>
@@ -29,19 +28,19 @@ struct QEpi {
   int y_u8 = 0, z_u8 = 0, vec_out = 0;
   int act = kActIdentity;
   double alpha = 0, beta = 0;
-  // The float path (requant_store8), set by make_qepi from the host's bound on |acc - x_zp wsum +
-  // bias| (QConvTensors::acc_bound): fast = that sum is exact in int32 (else every element takes the
-  // reference's double path); small = it is at most 2^22, so it turns into a float by the magic
-  // constant instead of a conversion instruction (a quarter of the FMA rate on sm_80 / sm_90).
+  // The short float path (requant_store8), set by make_qepi from the host's bounds (QConvTensors::
+  // acc_bound, sy_max): fast = acc - x_zp wsum + bias is exact in int32 and no value can overflow a
+  // float (else every element takes requant_value); small = that sum is at most 2^22, so it turns
+  // into a float by the magic constant instead of a conversion instruction (a quarter of the FMA
+  // rate on sm_80 / sm_90).
   int fast = 0, small = 0;
-  // Floats rounded once on the host, the values the device would get from the same double products:
-  // zs_f = z_scale * inv_y; alpha_f, alpha_gain = max(1, |alpha|) (LeakyRelu); clip_lo_f / clip_hi_f
-  // = alpha / beta * inv_y (Clip); lo_u / hi_u = lo / hi - y_zp (the saturation bounds before the
-  // zero point); magic_zp = kMagic + y_zp; z_off = the float of a residual byte's magic form minus
-  // z_zp; z_flip: 0x80 in each byte for an int8 residual (its bytes turned into byte + 128); band0:
-  // the rounding band's constant part (requant_store8).
-  float zs_f = 0, alpha_f = 0, alpha_gain = 1, clip_lo_f = 0, clip_hi_f = 0, clip_abs = 0;
-  float lo_u = -128, hi_u = 127, magic_zp = 0, z_off = 0, band0 = 0;
+  // QRequant's floats, rounded once on the host: zs_f = z_scale * inv_y; alpha_f (LeakyRelu);
+  // clip_lo_f / clip_hi_f = alpha / beta * inv_y (Clip); lo_u / hi_u = lo / hi - y_zp (the
+  // saturation bounds before the zero point); magic_zp = kMagic + y_zp; z_off = the float of a
+  // residual byte's magic form minus z_zp; z_flip: 0x80 in each byte for an int8 residual (its
+  // bytes turned into byte + 128).
+  float zs_f = 0, alpha_f = 0, clip_lo_f = 0, clip_hi_f = 0;
+  float lo_u = -128, hi_u = 127, magic_zp = 0, z_off = 0;
   unsigned z_flip = 0;
 };
 
@@ -60,36 +59,50 @@ struct QChan8 {
   int cb[8];    // bias[n] - x_zp * wsum[n]: acc + cb is the reference's acc - x_zp wsum + bias
 };
 
-// Products and sums rounded one at a time: no fused multiply-add, as on the host reference.
+// Products rounded one at a time (no contraction into a fused multiply-add with a later add), and
+// the one fused multiply-add QRequant has: as on the host reference.
 #if defined(INFERA_GPU_CUDA)
-__device__ inline double dmul(double a, double b) { return __dmul_rn(a, b); }
-__device__ inline double dadd(double a, double b) { return __dadd_rn(a, b); }
+__device__ inline float fmul_rn(float a, float b) { return __fmul_rn(a, b); }
 #else
-__device__ inline double dmul(double a, double b) {
+__device__ inline float fmul_rn(float a, float b) {
 #pragma clang fp contract(off)
   return a * b;
 }
-__device__ inline double dadd(double a, double b) {
-#pragma clang fp contract(off)
-  return a + b;
-}
 #endif
+__device__ inline float fma_rn(float a, float b, float c) { return fmaf(a, b, c); }
 
-// The reference's double path for channel n given the residual's value zv (has_z: there is one).
-__device__ inline int requant_value(const QEpi& q, int acc, int n, bool has_z, int zv) {
-  if (q.wsum) acc -= q.x_zp * q.wsum[n];  // int32 wrap-around, as the reference's int32 sums
-  double v = dmul(dadd(static_cast<double>(acc), q.bias ? static_cast<double>(q.bias[n]) : 0.0), q.scale[n]);
-  if (has_z) v = dadd(v, dmul(static_cast<double>(zv - q.z_zp), q.z_scale));
+// QRequant's activation on u (q.act is uniform: one branch for all N).
+template <int N>
+__device__ inline void float_path_act(const QEpi& q, float (&u)[N]) {
   switch (q.act) {
-    case kActRelu: v = v < 0.0 ? 0.0 : v; break;
-    case kActLeakyRelu: v = v < 0.0 ? dmul(q.alpha, v) : v; break;
+    case kActRelu:
+#pragma unroll
+      for (int j = 0; j < N; ++j) u[j] = u[j] < 0.f ? 0.f : u[j];
+      break;
+    case kActLeakyRelu:
+#pragma unroll
+      for (int j = 0; j < N; ++j) u[j] = u[j] < 0.f ? fmul_rn(u[j], q.alpha_f) : u[j];
+      break;
     case kActClip:
-      v = v < q.alpha ? q.alpha : v;
-      v = v > q.beta ? q.beta : v;
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        u[j] = u[j] < q.clip_lo_f ? q.clip_lo_f : u[j];
+        u[j] = u[j] > q.clip_hi_f ? q.clip_hi_f : u[j];
+      }
       break;
     default: break;
   }
-  const double r = rint(dadd(dmul(v, q.inv_y), static_cast<double>(q.y_zp)));
+}
+
+// The reference's requantization (QRequant) of one element of channel n given the residual's value
+// zv (has_z: there is one), for any accumulator: the sum in double (exact), NaN -> 0.
+__device__ inline int requant_value(const QEpi& q, int acc, int n, bool has_z, int zv) {
+  if (q.wsum) acc -= q.x_zp * q.wsum[n];  // int32 wrap-around, as the reference's int32 sums
+  const double a = static_cast<double>(acc) + (q.bias ? static_cast<double>(q.bias[n]) : 0.0);  // exact
+  float u[1] = {fmul_rn(__double2float_rn(a), __double2float_rn(q.scale[n] * q.inv_y))};
+  if (has_z) u[0] = fma_rn(static_cast<float>(zv - q.z_zp), q.zs_f, u[0]);
+  float_path_act<1>(q, u);
+  const double r = rint(static_cast<double>(u[0]) + static_cast<double>(q.y_zp));  // exact sum
   if (!(r == r)) return 0;
   return r < q.lo ? q.lo : r > q.hi ? q.hi : static_cast<int>(r);
 }
@@ -154,22 +167,22 @@ inline QEpi make_qepi(const QConvShape& s, const QConvTensors& t) {
   q.alpha = static_cast<double>(s.act.alpha);
   q.beta = static_cast<double>(s.act.beta);
   // |acc - x_zp wsum + bias| <= acc_bound (the host's bound from the weights and bias): in int32
-  // that sum is then exact whatever the order (wrap-around cancels), and equal to the reference's
-  // double(acc - x_zp wsum) + double(bias).
-  q.fast = t.acc_bound >= 0 && t.acc_bound < (int64_t{1} << 31);
-  q.small = q.fast && t.acc_bound <= (int64_t{1} << 22);
+  // that sum is then exact whatever the order (wrap-around cancels), and equal to the reference's.
+  // No float can overflow: |u| <= acc_bound sy_max + 510 |zs| (a residual's |z - z_zp| <= 510),
+  // times max(1, |alpha|) after a LeakyRelu, far under FLT_MAX; so no Inf, no NaN on the short path.
   q.zs_f = static_cast<float>(q.z_scale * q.inv_y);
   q.alpha_f = static_cast<float>(q.alpha);
-  q.alpha_gain = std::fmax(1.f, std::fabs(q.alpha_f));
+  const double umax = (static_cast<double>(t.acc_bound) * t.sy_max + 510.0 * std::fabs(double(q.zs_f))) *
+                      std::fmax(1.0, std::fabs(double(q.alpha_f)));
+  q.fast = t.acc_bound >= 0 && t.acc_bound < (int64_t{1} << 31) && t.sy_max >= 0.f && umax < 1e37;
+  q.small = q.fast && t.acc_bound <= (int64_t{1} << 22);
   q.clip_lo_f = static_cast<float>(q.alpha * q.inv_y);
   q.clip_hi_f = static_cast<float>(q.beta * q.inv_y);
-  q.clip_abs = std::fmax(std::fabs(q.clip_lo_f), std::fabs(q.clip_hi_f));
   q.lo_u = static_cast<float>(q.lo - q.y_zp);
   q.hi_u = static_cast<float>(q.hi - q.y_zp);
   q.magic_zp = kMagic + static_cast<float>(q.y_zp);  // exact: an integer under 2^24
   q.z_flip = s.z_uint8 ? 0u : 0x80808080u;
   q.z_off = kMagic + static_cast<float>((s.z_uint8 ? 0 : 128) + q.z_zp);
-  q.band0 = 2e-6f * (static_cast<float>(std::abs(q.y_zp)) + 1.f);
   return q;
 }
 
@@ -191,62 +204,24 @@ __device__ inline unsigned pack4_low_bytes(unsigned a, unsigned b, unsigned c, u
   return __byte_perm(__byte_perm(a, b, 0x0040u), __byte_perm(c, d, 0x0040u), 0x5410u);
 }
 
-// The float path's last two steps (requant_store8's; the CUTLASS epilogue's too, s8_cutlass.h), on
-// N values u (in units of y_scale, before the zero point) with e, the magnitudes summed into them.
-// The activation on u, and what it does to e (q.act is uniform: one branch for all N).
+// The saturation and rounding of N values u (QRequant's last step, after the activation): bits[j]'s
+// low byte is y = rint(u + y_zp) saturated. Saturation first (rint commutes with clamping to integer
+// bounds), then the magic constant rounds the exact sum u + y_zp half to even. u finite (QEpi::fast).
 template <int N>
-__device__ inline void float_path_act(const QEpi& q, float (&u)[N], float (&e)[N]) {
-  switch (q.act) {
-    case kActRelu:
+__device__ inline void float_path_round(const QEpi& q, const float (&u)[N], unsigned (&bits)[N]) {
 #pragma unroll
-      for (int j = 0; j < N; ++j) u[j] = u[j] < 0.f ? 0.f : u[j];
-      break;
-    case kActLeakyRelu:
-#pragma unroll
-      for (int j = 0; j < N; ++j)
-        if (u[j] < 0.f) u[j] *= q.alpha_f, e[j] *= q.alpha_gain;
-      break;
-    case kActClip:
-#pragma unroll
-      for (int j = 0; j < N; ++j) {
-        u[j] = u[j] < q.clip_lo_f ? q.clip_lo_f : u[j];
-        u[j] = u[j] > q.clip_hi_f ? q.clip_hi_f : u[j];
-        e[j] = fmaxf(e[j], q.clip_abs);
-      }
-      break;
-    default: break;
-  }
-}
-// The saturation and rounding: bits[j]'s low byte is y (rint(u + y_zp), saturated); returns the
-// mask of the values it cannot vouch for (inside the band around a rounding boundary, NaN, Inf).
-template <int N, class Mask>
-__device__ inline Mask float_path_round(const QEpi& q, const float (&u)[N], const float (&e)[N], unsigned (&bits)[N]) {
-  Mask slow = 0;
-#pragma unroll
-  for (int j = 0; j < N; ++j) {
-    const float rc = fminf(fmaxf(u[j], q.lo_u), q.hi_u);  // NaN becomes lo_u here, but e is NaN
-    const float t = rc + q.magic_zp;                      // rint(rc + y_zp), in its low bits
-    const float d = rc - (t - q.magic_zp);
-    // !(< 0.5): NaN (from e) is slow too.
-    if (!(fabsf(d) + fmaf(e[j], 4e-6f, q.band0) < 0.5f)) slow |= Mask{1} << j;
-    bits[j] = __float_as_uint(t);
-  }
-  return slow;
+  for (int j = 0; j < N; ++j) bits[j] = __float_as_uint(fminf(fmaxf(u[j], q.lo_u), q.hi_u) + q.magic_zp);
 }
 
 // Requantizes 8 consecutive channels nn.. of output pixel m and stores them (one 8-byte store
 // when aligned and whole); the residual's 8 bytes come in one load likewise, from zs when given (a
 // copy in shared memory, 8-byte aligned; its bytes past kn are never stored), else from q.z.
 //
-// The float path gives the reference's double result wherever it provably can: u = the requantized
-// value before the zero point, in units of y_scale, from a = acc + cb (exact int32) by one product,
-// plus the residual's product; its error is a few float ulps of the magnitudes summed (e: 2e-7 e at
-// most, over the identity / Relu / LeakyRelu / Clip steps), far inside the band 4e-6 e + 2e-6 (|y_zp|
-// + 1) kept around each rounding boundary (x.5). A value inside the band, NaN or infinite (e is then
-// too) takes the reference's double path (requant): bit-exact either way, float speed nearly always
-// (the band holds ~1e-5 of the values at |u| ~ 100). Saturation first: rint commutes with clamping
-// to integer bounds, and a clamped value sits on an integer, far from any boundary.
-// Every step is an FMA-pipe instruction (the magic constant does the conversions).
+//
+// QRequant's float arithmetic, every step an FMA-pipe instruction (the magic constant does the
+// conversions): a = acc + cb (exact int32), u = float(a) * sy, with a residual u = fma(float(z -
+// z_zp), zs, u), the activation, then saturation and rounding. Without the host's bounds
+// (QEpi::fast 0) every element takes requant_value.
 __device__ inline void requant_store8(const QEpi& q, const QChan8& c, int kn, int m, int nn, const int* acc,
                                       const int8_t* zs = nullptr) {
   const int nvalid = kn - nn < 8 ? kn - nn : 8;
@@ -267,31 +242,23 @@ __device__ inline void requant_store8(const QEpi& q, const QChan8& c, int kn, in
   }
   unsigned out[8];
   if (q.fast) {
-    float u[8], e[8];
+    float u[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const int a = static_cast<int>(static_cast<unsigned>(acc[j]) + static_cast<unsigned>(c.cb[j]));
       const float fa = q.small ? __int_as_float(kMagicBits + a) - kMagic : static_cast<float>(a);
-      u[j] = fa * c.sy[j];
-      e[j] = fabsf(u[j]);
+      u[j] = fmul_rn(fa, c.sy[j]);
     }
     if (q.z) {
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         // byte + 128 (int8) or byte (uint8) into the low mantissa bits of kMagic: exact.
         const unsigned bits = __byte_perm(zw[j / 4] ^ q.z_flip, static_cast<unsigned>(kMagicBits), 0x7640u | (j % 4));
-        const float t = (__uint_as_float(bits) - q.z_off) * q.zs_f;
-        u[j] += t;
-        e[j] += fabsf(t);
+        u[j] = fma_rn(__uint_as_float(bits) - q.z_off, q.zs_f, u[j]);  // float(z - z_zp): exact
       }
     }
-    float_path_act(q, u, e);
-    const unsigned slow = float_path_round<8, unsigned>(q, u, e, out);
-    if (slow) {
-#pragma unroll
-      for (int j = 0; j < 8; ++j)
-        if ((slow >> j) & 1u && j < nvalid) out[j] = static_cast<unsigned>(requant(q, acc[j], nn + j, m));
-    }
+    float_path_act(q, u);
+    float_path_round(q, u, out);
   } else {
 #pragma unroll
     for (int j = 0; j < 8; ++j) out[j] = j < nvalid ? static_cast<unsigned>(requant(q, acc[j], nn + j, m)) : 0u;
