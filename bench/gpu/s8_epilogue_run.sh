@@ -7,7 +7,11 @@
 # the same perf db as the CUTLASS run: the same choices), infera fp16 and the PyTorch peer's fp16,
 # bench_conv b256 per layer (ours vs CUTLASS), a profile; PROBE=1 adds the probe's float epilogue
 # on the same layers (the speed an exact epilogue should approach).
-# carry: .gpu-infera (stage.tar.xz, kt.xz, bench_conv.xz, s8_cutlass_probe.xz, torch_peer.py)
+# Twentieth: QConv's requantization in float32 (QRequant), the epilogues without the rounding-
+# boundary test and the double path; with .gpu-infera/base-infera.xz (an infera binary from before
+# a change) the network runs the base binary too ("base", its own perf db), alternated with the new.
+# carry: .gpu-infera (stage.tar.xz, kt.xz, bench_conv.xz, s8_cutlass_probe.xz, torch_peer.py,
+# base-infera.xz optional)
 set -u
 stage=.gpu-infera/stage.tar.xz total=${1:-400}
 . tests/gpu/device_env.sh
@@ -29,6 +33,11 @@ m=/tmp/resnet50.onnx q=/tmp/resnet50.int8.onnx
 batches=1,32,256 order="cutlass ours nopdl cutlass nopdl"
 # QUICK=1 (a short call): batch 256 only, each configuration once.
 [[ ${QUICK:-0} == 1 ]] && batches=256 order="cutlass ours nopdl"
+if [[ -f .gpu-infera/base-infera.xz ]]; then
+  unpack_base
+  order="cutlass base ours nopdl cutlass base"
+  [[ ${QUICK:-0} == 1 ]] && order="cutlass base ours nopdl"
+fi
 timeout 80 python3 .gpu-infera/torch_peer.py --model resnet50 --batches ${batches/1,32,/1,} --dtypes fp16 --export $m >"$out/torch.jsonl" 2>/dev/null
 cat "$out/torch.jsonl"
 python3 -c "import numpy as n; n.save('/tmp/calib.npy', n.random.default_rng(0).standard_normal((32,3,224,224)).astype('float32'))"
@@ -38,10 +47,11 @@ summ() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 100 >"$out/smi.csv" 2>/dev/null &
 smi=$!
 for v in $order; do
-  flag="" cache=$v pdl=2; [[ $v == ours ]] && flag=--no-vendor-libs
+  flag="" cache=$v pdl=2 exe=$inf; [[ $v == ours ]] && flag=--no-vendor-libs
   [[ $v == nopdl ]] && cache=cutlass pdl=0
+  [[ $v == base ]] && exe=$base
   t0=$(date +%s.%N)
-  INFERA_GPU_PDL=$pdl XDG_CACHE_HOME=/tmp/cache-$cache timeout 80 "$inf" bench $q --device gpu --precision fp16 \
+  INFERA_GPU_PDL=$pdl XDG_CACHE_HOME=/tmp/cache-$cache timeout 80 "$exe" bench $q --device gpu --precision fp16 \
     --batch $batches --io device --warmup 5 --duration 1 $flag --json "$out/b-$v.json" >/dev/null 2>"$out/b-$v.err"
   echo "int8-$v $t0 $(date +%s.%N)" >>"$out/marks.txt"
   summ "$out/b-$v.json" "int8 $v"
