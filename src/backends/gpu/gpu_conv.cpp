@@ -625,8 +625,8 @@ class QConvKernel : public GpuKernel {
       scale[k] = double(p_.x_scale) * double(p_.w_scales.size() == 1 ? p_.w_scales[0] : p_.w_scales[k]);
     auto sc = device_const(cfg_, req, 1, "qconv-scale", layout_of("f64", {s.k}), s.k * sizeof(double),
                            [&] { return bytes_of(scale); });
-    // The CUTLASS candidates' epilogue rows (gpu::QConvTensors::epi_rows): y_scale is the node's too.
-    auto rows = device_const(cfg_, req, 1, "qconv-rows", layout_of("s32", {2, s.k}), 2 * s.k * sizeof(int32_t),
+    // The CUTLASS candidates' epilogue row (gpu::QConvTensors::epi_rows): y_scale is the node's too.
+    auto rows = device_const(cfg_, req, 1, "qconv-rows", layout_of("s32", {s.k}), s.k * sizeof(int32_t),
                              [&] { return bytes_of(gpu::qconv_epilogue_rows(scale.data(), s.k, inv_y())); });
     if (!w.is_ok()) return w.status();
     if (!sc.is_ok()) return sc.status();

@@ -173,12 +173,12 @@ struct QConvTensors {
   // 16-byte aligned (int32 sums in any order are exact: the result equals the unsplit kernel's).
   void* ws = nullptr;
   size_t ws_bytes = 0;
-  // The CUTLASS candidates' per-channel epilogue rows on the device, [2][K] int32, 16-byte aligned:
-  // the bits of float(scale[k] * inv_y), then k (qconv_epilogue_rows). Constants of a plan, made with
-  // the weights; the other kernels do not read them.
+  // The CUTLASS candidates' per-channel epilogue row on the device, [K] int32, 16-byte aligned: the
+  // bits of sy[k] = float(scale[k] * inv_y) (qconv_epilogue_rows). A constant of a plan, made with the
+  // weights; the other kernels do not read it.
   const int32_t* epi_rows = nullptr;
 };
-// The rows above on the host, for scale [k] and inv_y (the device's float of the same double product).
+// The row above on the host, for scale [k] and inv_y (the device's float of the same double product).
 std::vector<int32_t> qconv_epilogue_rows(const double* scale, int k, double inv_y);
 // The bound above for int8 weights [k][per_k] (any layout of one filter's elements), int32 bias [k]
 // or null, and the input's zero point.

@@ -358,11 +358,10 @@ float qconv_sy_max(const double* scale, int k, double inv_y) {
 }
 
 std::vector<int32_t> qconv_epilogue_rows(const double* scale, int k, double inv_y) {
-  std::vector<int32_t> rows(2 * static_cast<size_t>(k));
+  std::vector<int32_t> rows(static_cast<size_t>(k));
   for (int i = 0; i < k; ++i) {
     const float sy = static_cast<float>(scale[i] * inv_y);  // as load_chan8 (s8_igemm.h)
     std::memcpy(&rows[i], &sy, sizeof sy);
-    rows[k + i] = i;
   }
   return rows;
 }

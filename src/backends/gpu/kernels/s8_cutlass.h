@@ -68,12 +68,12 @@ namespace infera::gpu::cutlass_s8 {
 
 // The requantize node. Its inputs arrive as int32 arrays (Sm90Compute converts every child to the
 // compute type, int32 here: exact for all of them): the accumulator, cb = bias (x's zero point is 0),
-// sy = float(scale * inv_y) as its bits, n (the output channel, for requant_value's reads) and the
-// residual byte. It is s8_igemm.h's requant_store8 per element (float_path_act / float_path_round;
-// the loads and conversions are the fragments'); without the host's bounds (QEpi::fast 0), every
-// element through requant_value.
+// sy = float(scale * inv_y) as its bits and the residual byte. It is s8_igemm.h's requant_store8's
+// short path per element (float_path_act / float_path_round; the loads and conversions are the
+// fragments'). Only with the host's bounds (QEpi::fast; run_requant refuses a layer without them,
+// which our kernels then take): no per-element general form, no channel index row.
 struct RequantArgs {
-  QEpi q;  // make_qepi's constants; q.bias / q.scale for requant_value (q.y / q.z unused)
+  QEpi q;  // make_qepi's constants (q.y / q.z / q.bias / q.scale unused)
 };
 
 template <class T>
@@ -86,28 +86,8 @@ struct Requant<cutlass::Array<int32_t, N>> {
   using A = cutlass::Array<int32_t, N>;
 
   template <bool Z>
-  CUTLASS_DEVICE static cutlass::Array<int8_t, N> run(const QEpi& q, A const& acc, A const& cb, A const& sy, A const& n,
+  CUTLASS_DEVICE static cutlass::Array<int8_t, N> run(const QEpi& q, A const& acc, A const& cb, A const& sy,
                                                       const A* z) {
-    cutlass::Array<int8_t, N> out;
-    if (!q.fast) {
-      // One element at a time: one inlined copy of requant_value, its operands picked by unrolled
-      // selects. (No fragment indexed by a run-time value, nothing called: either puts the fragments
-      // in local memory; an out-of-line call from a rolled loop once cost ~330 bytes of stack.)
-      for (int j = 0; j < N; ++j) {
-        int aj = 0, nj = 0, zj = 0;
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < N; ++i)
-          if (i == j) {
-            aj = acc[i], nj = n[i];
-            if constexpr (Z) zj = (*z)[i];
-          }
-        const auto r = static_cast<int8_t>(requant_value(q, aj, nj, Z, zj));
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < N; ++i)
-          if (i == j) out[i] = r;
-      }
-      return out;
-    }
     // The conversions by the magic constant (FMA-pipe adds, not the quarter-rate I2F) where the
     // value is at most 2^22: the accumulator's sum when q.small (as requant_store8), the residual's
     // difference (at most 510) always.
@@ -122,17 +102,18 @@ struct Requant<cutlass::Array<int32_t, N>> {
     float_path_act(q, u);
     unsigned bits[N];
     float_path_round(q, u, bits);
+    cutlass::Array<int8_t, N> out;
     CUTLASS_PRAGMA_UNROLL
     for (int i = 0; i < N; ++i) out[i] = static_cast<int8_t>(bits[i] & 0xffu);
     return out;
   }
-  CUTLASS_DEVICE cutlass::Array<int8_t, N> operator()(A const& acc, A const& cb, A const& sy, A const& n,
+  CUTLASS_DEVICE cutlass::Array<int8_t, N> operator()(A const& acc, A const& cb, A const& sy,
                                                       RequantArgs const& a) const {
-    return run<false>(a.q, acc, cb, sy, n, nullptr);
+    return run<false>(a.q, acc, cb, sy, nullptr);
   }
-  CUTLASS_DEVICE cutlass::Array<int8_t, N> operator()(A const& acc, A const& cb, A const& sy, A const& n, A const& z,
+  CUTLASS_DEVICE cutlass::Array<int8_t, N> operator()(A const& acc, A const& cb, A const& sy, A const& z,
                                                       RequantArgs const& a) const {
-    return run<true>(a.q, acc, cb, sy, n, &z);
+    return run<true>(a.q, acc, cb, sy, &z);
   }
 };
 
@@ -142,21 +123,21 @@ template <class Tile>
 using IntRow = fu::Sm90RowBroadcast<0, Tile, int32_t, int32_t, RowStride, 4>;
 using RequantNode = fu::Sm90Compute<Requant, int8_t, int32_t, cutlass::FloatRoundStyle::round_to_nearest>;
 
-// The tree: Requant(acc, cb, sy, n[, z]).
+// The tree: Requant(acc, cb, sy[, z]).
 template <class Tile, bool Res>
 using Evt = cute::conditional_t<
-    Res, fu::Sm90EVT<RequantNode, fu::Sm90AccFetch, IntRow<Tile>, IntRow<Tile>, IntRow<Tile>, fu::Sm90SrcFetch<int8_t>>,
-    fu::Sm90EVT<RequantNode, fu::Sm90AccFetch, IntRow<Tile>, IntRow<Tile>, IntRow<Tile>>>;
+    Res, fu::Sm90EVT<RequantNode, fu::Sm90AccFetch, IntRow<Tile>, IntRow<Tile>, fu::Sm90SrcFetch<int8_t>>,
+    fu::Sm90EVT<RequantNode, fu::Sm90AccFetch, IntRow<Tile>, IntRow<Tile>>>;
 
 template <class Tile, bool Res>
 typename Evt<Tile, Res>::Arguments evt_args(const QConvShape& s, const QConvTensors& t) {
   RequantArgs ra{make_qepi(s, t)};
-  // cb is the bias itself (null: the broadcast's default 0); sy and n are t.epi_rows' two rows.
-  typename IntRow<Tile>::Arguments cb{t.bias, 0, {}}, sy{t.epi_rows, 0, {}}, n{t.epi_rows + s.k, 0, {}};
+  // cb is the bias itself (null: the broadcast's default 0); sy is t.epi_rows.
+  typename IntRow<Tile>::Arguments cb{t.bias, 0, {}}, sy{t.epi_rows, 0, {}};
   if constexpr (Res) {
-    return {{}, cb, sy, n, {}, ra};
+    return {{}, cb, sy, {}, ra};
   } else {
-    return {{}, cb, sy, n, ra};
+    return {{}, cb, sy, ra};
   }
 }
 
@@ -216,7 +197,11 @@ Status run_requant(const QConvShape& s, const QConvTensors& t, gpuStream_t strea
   const int64_t tiles = ceil_div(static_cast<int64_t>(s.n) * s.p() * s.q(), int64_t{cute::size<0>(Tile{})}) *
                         ceil_div(int64_t{s.k}, int64_t{cute::size<1>(Tile{})});
   if (!t.epi_rows || reinterpret_cast<uintptr_t>(t.epi_rows) % 16)
-    return {"qconv cutlass: the epilogue rows (QConvTensors::epi_rows) are missing or not 16-byte aligned"};
+    return {"qconv cutlass: the epilogue row (QConvTensors::epi_rows) is missing or not 16-byte aligned"};
+  if (!make_qepi(s, t).fast)
+    return {
+        "qconv cutlass: needs the host's bounds on the accumulator and the scales (QConvTensors::acc_bound, "
+        "sy_max): the epilogue has no general form"};
   const typename Kernel::Arguments args = make_args(evt_args<Tile, Res>(s, t));
   if (!Kernel::can_implement(args)) return {"qconv cutlass: the kernel cannot take this shape"};
   return launch<Adapter, Kernel, kPdl>(args, t.ws, t.ws_bytes, stream, tiles);
