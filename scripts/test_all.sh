@@ -197,6 +197,12 @@ gpu_builds() {
       else echo "FAIL $flavor kernel tests: $(tail -n 3 <<<"$out")"; f=$((f + 1)); fi
     fi
   done
+  # The int8 epilogue's arithmetic against the reference's on the host (no GPU needed).
+  if out=$("$PYTHON" tests/gpu/epilogue_emulation.py 2>&1); then
+    echo "PASS int8 epilogue emulation ($(tail -n 2 <<<"$out" | head -n 1))"; p=$((p + 1))
+  else
+    echo "FAIL int8 epilogue emulation: $(tail -n 4 <<<"$out")"; f=$((f + 1))
+  fi
   echo "$p passed, $f failed, $sk skipped"
   [ "$f" -eq 0 ]
 }
