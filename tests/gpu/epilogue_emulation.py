@@ -5,10 +5,11 @@ QRequant), for when no GPU is at hand: extracts those functions' source text, co
 with the CUDA intrinsics they use written out in C++ (each one IEEE-exact: __fmul_rn as a float
 product without contraction, fmaf as the fused multiply-add, __byte_perm, the bit casts), and
 compares every output byte over random and boundary cases (ties at x.5, saturation, residuals int8 /
-uint8, every activation, zero points). It checks the arithmetic, not the compiler or the hardware:
-the kernel tests on a GPU (tests/gpu/test_int8.cpp) stay the proof. Random data rarely lands on the
-1-ulp cases where only the order of operations decides (a product added before or inside an fma:
-tried, not caught in 900k elements); the ties cases (power-of-two scales) do test the rounding.
+uint8, every activation, zero points), and over elements searched out so that only the residual's
+fused multiply-add (one rounding, as QRequant's) gives the reference's output: an epilogue that
+rounds the residual's product apart fails there (checked). It checks the arithmetic, not the
+compiler or the hardware: the kernel tests on a GPU (tests/gpu/test_int8.cpp, which pick such
+residual bytes too) stay the proof.
     tests/gpu/epilogue_emulation.py [--cases N]"""
 import argparse, os, re, subprocess, sys, tempfile
 
@@ -112,7 +113,7 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(12345);
   auto uni = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng); };
   auto irand = [&](int64_t a, int64_t b) { return std::uniform_int_distribution<int64_t>(a, b)(rng); };
-  long checked = 0, bad = 0, bad_cutlass = 0, shortpath = 0;
+  long checked = 0, bad = 0, bad_cutlass = 0, shortpath = 0, hard_total = 0;
   for (int cs = 0; cs < cases; ++cs) {
     const int K = 8 * static_cast<int>(irand(1, 6));
     QConvShape s;
@@ -146,6 +147,31 @@ int main(int argc, char** argv) {
     std::vector<int8_t> z(M * K), y(M * K, 0);
     for (auto& a : acc) a = static_cast<int32_t>(irand(-acc_max, acc_max));
     for (auto& v : z) v = static_cast<int8_t>(irand(-128, 127));
+    // Hard cases: for every element, an (acc, z) pair where the residual's fused multiply-add and a
+    // product followed by an add round to different outputs (the 1-ulp cases random data almost never
+    // hits), so that an epilogue computing the residual term apart fails here.
+    const bool hard = s.has_residual && !ties && cs % 3 == 1;
+    long hard_found = 0;
+    if (hard) {
+      s.act = Activation{};
+      const QRequant h = QRequant::make(s.act, 1.0 / double(y_scale), z_scale, z_zp, y_zp, s.y_uint8);
+      for (int m = 0; m < M; ++m)
+        for (int k = 0; k < K; ++k)
+          for (int tries = 0; tries < 20000; ++tries) {
+            const int64_t a = irand(-acc_max, acc_max);
+            const int8_t zb = static_cast<int8_t>(irand(-128, 127));
+            const int64_t zv = s.z_uint8 ? int64_t(uint8_t(zb)) : int64_t(zb);
+            const float sy = h.sy(scale[k]), p = static_cast<float>(a + bias[k]) * sy;
+            const float t = static_cast<float>(zv - z_zp) * h.zs;  // rounded apart (-ffp-contract=off)
+            const double r1 = std::nearbyint(double(std::fma(static_cast<float>(zv - z_zp), h.zs, p)) + y_zp);
+            const double r2 = std::nearbyint(double(p + t) + y_zp);
+            if (r1 != r2 && r1 > h.lo && r1 < h.hi && r2 > h.lo && r2 < h.hi) {
+              acc[m * K + k] = static_cast<int32_t>(a), z[m * K + k] = zb, ++hard_found;
+              break;
+            }
+          }
+      hard_total += hard_found;
+    }
     QConvTensors t;
     t.y = {y.data(), 0, 0};
     if (s.has_residual) t.z = {z.data(), 0, 0};
@@ -198,8 +224,9 @@ int main(int argc, char** argv) {
         }
       }
   }
-  std::printf("epilogue_emulation: %ld elements (%ld of %d cases on the short path), requant_store8 %ld differ, CUTLASS node %ld differ\n",
-              checked, shortpath, cases, bad, bad_cutlass);
+  std::printf("epilogue_emulation: %ld elements (%ld of them where only the fma's single rounding gives the "
+              "reference's output; %ld of %d cases on the short path), requant_store8 %ld differ, CUTLASS node %ld differ\n",
+              checked, hard_total, shortpath, cases, bad, bad_cutlass);
   std::printf("epilogue_emulation: %s\n", bad || bad_cutlass ? "FAIL" : "PASS");
   return bad || bad_cutlass ? 1 : 0;
 }
