@@ -56,11 +56,7 @@ class InvertedResidualKernel : public InvertedResidualOp {
         return ctx.error("W_expand %s is not [%lld, C, 1, 1]", we.str().c_str(), (long long)e);
       c = we.dims[1].value;
     }
-    for (auto [i, want] : {std::pair<size_t, int64_t>{kIrBExpand, e}, {kIrBDw, e}, {kIrBProject, m}})
-      if (ctx.has_input(i) && ctx.in(i).shape.fully_known() &&
-          (ctx.in(i).shape.rank() != 1 || ctx.in(i).shape.dims[0].value != want))
-        return ctx.error("bias input %zu has shape %s, expected [%lld]", i, ctx.in(i).shape.str().c_str(),
-                         (long long)want);
+    if (Status s = check_vector_inputs(ctx, {{kIrBExpand, e}, {kIrBDw, e}, {kIrBProject, m}}); !s.is_ok()) return s;
     if (!x.shape.rank_known) {
       ctx.set_output(0, DataType::kFloat32, Shape::unknown());
       return Status::ok();

@@ -33,11 +33,7 @@ class SqueezeExciteKernel : public SqueezeExciteOp {
     if (w2.dims[0].value != c || w2.dims[1].value != r || w1.dims[2].value != 1 || w1.dims[3].value != 1 ||
         w2.dims[2].value != 1 || w2.dims[3].value != 1)
       return ctx.error("W1 %s and W2 %s are not [R, C, 1, 1] and [C, R, 1, 1]", w1.str().c_str(), w2.str().c_str());
-    for (auto [i, want] : {std::pair<size_t, int64_t>{2, r}, {4, c}})
-      if (ctx.has_input(i) && ctx.in(i).shape.fully_known() &&
-          (ctx.in(i).shape.rank() != 1 || ctx.in(i).shape.dims[0].value != want))
-        return ctx.error("bias input %zu has shape %s, expected [%lld]", i, ctx.in(i).shape.str().c_str(),
-                         (long long)want);
+    if (Status s = check_vector_inputs(ctx, {{2, r}, {4, c}}); !s.is_ok()) return s;
     if (!x.shape.rank_known) {
       ctx.set_output(0, DataType::kFloat32, Shape::unknown());
       return Status::ok();

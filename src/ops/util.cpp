@@ -142,4 +142,13 @@ void parallel_for(int64_t n, int num_threads, const std::function<void(int64_t, 
   }
 }
 
+Status check_vector_inputs(InferContext& ctx, std::initializer_list<std::pair<size_t, int64_t>> inputs) {
+  for (auto [i, want] : inputs)
+    if (ctx.has_input(i) && ctx.in(i).shape.fully_known() &&
+        (ctx.in(i).shape.rank() != 1 || ctx.in(i).shape.dims[0].value != want))
+      return ctx.error("bias input %zu has shape %s, expected [%lld]", i, ctx.in(i).shape.str().c_str(),
+                       (long long)want);
+  return Status::ok();
+}
+
 }  // namespace infera

@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ops/op.h"
@@ -99,6 +101,10 @@ bool read_scalar(const TensorRef& t, double& out);
 
 // Multiplies dims, returning false on overflow past 2^62 or a negative dim.
 bool checked_numel(const std::vector<int64_t>& dims, int64_t& out);
+
+// Each (input, length) whose input is present with a known shape must be 1-D of that length (a fused
+// op's biases); else the error names the input and its shape.
+Status check_vector_inputs(InferContext& ctx, std::initializer_list<std::pair<size_t, int64_t>> inputs);
 
 // Runs body(begin, end) over [0, n) split across up to num_threads OpenMP threads.
 void parallel_for(int64_t n, int num_threads, const std::function<void(int64_t, int64_t)>& body);
