@@ -86,9 +86,9 @@ class QConvKernel : public QConvOp {
     int64_t inner = 1;
     for (size_t i = 2; i < yd.size(); ++i) inner *= yd[i];
     const QRequant rq = q_.requant();
-    std::vector<double> sxw(static_cast<size_t>(M));
-    std::vector<float> sy(static_cast<size_t>(M));
-    for (int64_t m = 0; m < M; ++m) sxw[m] = q_.scale_xw(m), sy[m] = rq.sy(sxw[m]);
+    std::vector<double> sxw;
+    std::vector<float> sy;
+    q_.channel_scales(rq, M, sxw, sy);
     parallel_for(static_cast<int64_t>(acc.size()), ctx.num_threads, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const int64_t m = (i / inner) % M;

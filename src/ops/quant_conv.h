@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "ops/activation.h"
 #include "ops/conv.h"
@@ -104,6 +105,11 @@ struct QConvParams {
   // x_scale * w_scale[m] in double.
   double scale_xw(int64_t m) const {
     return static_cast<double>(x_scale) * static_cast<double>(w_scales.size() == 1 ? w_scales[0] : w_scales[m]);
+  }
+  // scale_xw(m) and rq.sy(scale_xw(m)) for the M output channels (QRequant's per-channel operands).
+  void channel_scales(const QRequant& rq, int64_t M, std::vector<double>& sxw, std::vector<float>& sy) const {
+    sxw.resize(static_cast<size_t>(M)), sy.resize(static_cast<size_t>(M));
+    for (int64_t m = 0; m < M; ++m) sxw[m] = scale_xw(m), sy[m] = rq.sy(sxw[m]);
   }
 };
 

@@ -173,9 +173,9 @@ std::unique_ptr<DnnlKernel> qconv_create_f32(const StepRequest& req, const QConv
   const bool y_nhwc = fy == Format::kNhwc, z_nhwc = fz == Format::kNhwc;
   const DataType yt = req.outputs[0]->dtype, zt = p.has_z ? req.inputs[3]->dtype : yt;
   const QRequant rq = q.requant();
-  std::vector<double> sxw(static_cast<size_t>(p.y[1]));
-  std::vector<float> sy(sxw.size());
-  for (size_t m = 0; m < sxw.size(); ++m) sxw[m] = q.scale_xw(static_cast<int64_t>(m)), sy[m] = rq.sy(sxw[m]);
+  std::vector<double> sxw;
+  std::vector<float> sy;
+  q.channel_scales(rq, p.y[1], sxw, sy);
   k->set_after([rq, sxw, sy, bias, yd, y_nhwc, z_nhwc, yt, zt, acc_offs, has_z = p.has_z](ComputeContext& ctx) {
     const char* scratch = static_cast<const char*>(ctx.res.scratch);
     const int64_t N = yd[0], M = yd[1], HW = yd[2] * yd[3], total = N * M * HW;
